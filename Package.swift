@@ -1,0 +1,36 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Layers (DESIGN §1): executables → NimbusDaemon → NimbusJournal → NimbusCore → NimbusSystem → CNimbus.
+// NimbusProtocol is pure vocabulary shared by the daemon and the control tool.
+let strict: [SwiftSetting] = [.enableUpcomingFeature("ExistentialAny")]
+
+let package = Package(
+    name: "Nimbus",
+    products: [
+        .executable(name: "nimbusd", targets: ["nimbusd"]),
+        .executable(name: "nimbusctl", targets: ["nimbusctl"]),
+        .executable(name: "nimbus-bench", targets: ["nimbus-bench"]),
+    ],
+    targets: [
+        .target(name: "CNimbus"),
+        .target(name: "NimbusSystem", dependencies: ["CNimbus"], swiftSettings: strict),
+        .target(name: "NimbusCore", dependencies: ["NimbusSystem"], swiftSettings: strict),
+        .target(name: "NimbusJournal", dependencies: ["NimbusCore", "NimbusSystem"], swiftSettings: strict),
+        .target(name: "NimbusProtocol", dependencies: ["NimbusCore"], swiftSettings: strict),
+        .target(name: "NimbusDaemon",
+                dependencies: ["NimbusCore", "NimbusJournal", "NimbusProtocol", "NimbusSystem"],
+                swiftSettings: strict),
+        .executableTarget(name: "nimbusd", dependencies: ["NimbusDaemon"], swiftSettings: strict),
+        .executableTarget(name: "nimbusctl", dependencies: ["NimbusProtocol", "NimbusSystem"], swiftSettings: strict),
+        .executableTarget(name: "nimbus-bench",
+                          dependencies: ["NimbusDaemon", "NimbusJournal", "NimbusSystem", "NimbusCore"],
+                          swiftSettings: strict),
+        .testTarget(name: "NimbusSystemTests", dependencies: ["NimbusSystem"]),
+        .testTarget(name: "NimbusCoreTests", dependencies: ["NimbusCore"]),
+        .testTarget(name: "NimbusJournalTests", dependencies: ["NimbusJournal"]),
+        .testTarget(name: "NimbusDaemonTests", dependencies: ["NimbusDaemon"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["NimbusSystem"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

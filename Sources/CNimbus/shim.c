@@ -1,0 +1,63 @@
+#define _GNU_SOURCE
+#include "CNimbus.h"
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/inotify.h>
+#include <linux/fs.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
+#include <string.h>
+
+const unsigned int CNIMBUS_RENAME_NOREPLACE = RENAME_NOREPLACE;
+const unsigned int CNIMBUS_RENAME_EXCHANGE = RENAME_EXCHANGE;
+const size_t CNIMBUS_INOTIFY_EVENT_SIZE = sizeof(struct inotify_event);
+
+int cnimbus_renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath, unsigned int flags) {
+    return renameat2(olddirfd, oldpath, newdirfd, newpath, flags);
+}
+
+ssize_t cnimbus_copy_file_range(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out, size_t len) {
+    loff_t in = *off_in, out = *off_out;
+    ssize_t n = copy_file_range(fd_in, &in, fd_out, &out, len, 0);
+    *off_in = in;
+    *off_out = out;
+    return n;
+}
+
+int cnimbus_ficlone(int dest_fd, int src_fd) {
+    return ioctl(dest_fd, FICLONE, src_fd);
+}
+
+int cnimbus_peercred(int fd, int32_t *pid, uint32_t *uid, uint32_t *gid) {
+    struct ucred cred;
+    socklen_t len = sizeof(cred);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return -1;
+    *pid = cred.pid;
+    *uid = cred.uid;
+    *gid = cred.gid;
+    return 0;
+}
+
+int cnimbus_syncfs(int fd) {
+    return syncfs(fd);
+}
+
+int cnimbus_openat_beneath(int dirfd, const char *path, int flags, unsigned int mode) {
+    struct open_how how;
+    memset(&how, 0, sizeof(how));
+    how.flags = (uint64_t)flags;
+    how.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+    return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+}
+
+const int CNIMBUS_O_PATH = O_PATH;
+const int CNIMBUS_O_NOATIME = O_NOATIME;
+const int CNIMBUS_O_TMPFILE = O_TMPFILE;
+
+int cnimbus_pipe_cloexec(int fds[2]) {
+    return pipe2(fds, O_CLOEXEC);
+}

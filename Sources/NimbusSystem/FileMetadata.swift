@@ -1,0 +1,70 @@
+import Glibc
+
+public enum FileKind: UInt8, Sendable, Hashable, Codable, CustomStringConvertible {
+    case file = 1, directory = 2, symlink = 3
+    /// FIFOs, sockets, devices: never synced.
+    case special = 4
+
+    public var description: String {
+        switch self {
+        case .file: "file"
+        case .directory: "directory"
+        case .symlink: "symlink"
+        case .special: "special file"
+        }
+    }
+}
+
+/// What `lstat` says about one entry, plus a symlink's target (read separately).
+/// `mtime` is nanoseconds since the epoch; `mode` holds the permission bits only.
+public struct FileMetadata: Hashable, Sendable {
+    public var kind: FileKind
+    public var size: Int64
+    public var mtime: Int64
+    public var mode: UInt32
+    public var inode: UInt64
+    public var device: UInt64
+    public var symlinkTarget: [UInt8]?
+
+    public init(kind: FileKind, size: Int64, mtime: Int64, mode: UInt32, inode: UInt64 = 0,
+                device: UInt64 = 0, symlinkTarget: [UInt8]? = nil) {
+        self.kind = kind
+        self.size = size
+        self.mtime = mtime
+        self.mode = mode
+        self.inode = inode
+        self.device = device
+        self.symlinkTarget = symlinkTarget
+    }
+
+    init(_ st: stat, symlinkTarget: [UInt8]? = nil) {
+        let kind: FileKind = switch st.st_mode & S_IFMT {
+        case S_IFREG: .file
+        case S_IFDIR: .directory
+        case S_IFLNK: .symlink
+        default: .special
+        }
+        self.init(kind: kind, size: Int64(st.st_size),
+                  mtime: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec),
+                  mode: UInt32(st.st_mode & 0o7777), inode: UInt64(st.st_ino), device: UInt64(st.st_dev),
+                  symlinkTarget: symlinkTarget)
+    }
+
+    /// Same content and attributes as far as metadata can tell (kind, size, mtime, mode, link
+    /// target), ignoring the inode and device, which differ between the two sides by nature.
+    public func looksLike(_ other: FileMetadata) -> Bool {
+        kind == other.kind && mode == other.mode && symlinkTarget == other.symlinkTarget
+            && (kind == .directory || (size == other.size && mtime == other.mtime))
+    }
+
+    /// Same entry on the same side, unchanged: `looksLike` plus the same inode.
+    public func isUnchanged(from other: FileMetadata) -> Bool {
+        looksLike(other) && inode == other.inode
+    }
+}
+
+extension timespec {
+    init(nanoseconds: Int64) {
+        self.init(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
+    }
+}

@@ -1,0 +1,138 @@
+/// One sync root as the engine sees it. Every path is relative to the root; nothing outside
+/// the root can be reached and no symlink is ever followed. `DiskFileSystem` is the real one;
+/// tests use an in-memory one and fault-injecting wrappers, so whole engine runs can be
+/// simulated from a seed.
+///
+/// Errors are thrown as `SystemError` (errno + operation + path) so logs can name them.
+public protocol FileSystem: Sendable {
+    /// lstat(2) of `path`, with the target filled in for symlinks; nil when nothing is there.
+    func metadata(of path: RelativePath) throws -> FileMetadata?
+
+    /// Every entry below `directory` (not the directory itself), parents before children,
+    /// symlinks not followed. `descend` is asked before entering each subdirectory (ignore
+    /// rules, `.nimbus`); an entry it refuses is still reported, its contents are not.
+    /// Unreadable subdirectories are reported in `problems`, never thrown.
+    func scan(_ directory: RelativePath, descend: (RelativePath) -> Bool) throws -> ScanResult
+
+    /// Hash of a regular file's content (see `ContentHash`).
+    func contentHash(of path: RelativePath) throws -> ContentHash
+
+    /// Reads a whole small file (markers, placeholders); refuses files larger than `limit`.
+    func readFile(_ path: RelativePath, limit: Int) throws -> [UInt8]
+
+    /// Writes a small file atomically (temp, fsync, rename, fsync directory), replacing any
+    /// file already there.
+    func writeFile(_ path: RelativePath, contents: [UInt8], mode: UInt32) throws
+
+    func makeDirectory(_ path: RelativePath, mode: UInt32) throws
+    func makeSymlink(_ path: RelativePath, target: [UInt8]) throws
+
+    /// rename(2) within the root. With `replacing: false` an existing destination is an error
+    /// (`EEXIST`), never overwritten.
+    func rename(_ from: RelativePath, to: RelativePath, replacing: Bool) throws
+
+    /// unlink(2) of a file or symlink.
+    func removeFile(_ path: RelativePath) throws
+    /// rmdir(2): only an empty directory.
+    func removeDirectory(_ path: RelativePath) throws
+
+    func setAttributes(_ path: RelativePath, mode: UInt32?, mtime: Int64?) throws
+
+    /// First half of an atomic copy: writes `source` (read from `sourceSystem`) to a temporary
+    /// file on this filesystem, preserving mode and mtime, and checks that the source still
+    /// matches `expected` afterwards (`CopyError.sourceChanged` otherwise). With `durable`
+    /// the temporary file is fsynced; without, the caller batches one `synchronize()`.
+    /// No temporary file is left behind when this throws.
+    func prepareCopy(of source: RelativePath, from sourceSystem: Self, expected: FileMetadata,
+                     durable: Bool, progress: (Int64) -> Void) throws -> PreparedCopy
+
+    /// Second half: puts the prepared file at `destination`. With `replacing == nil` the
+    /// destination must not exist; otherwise it must still be exactly `replacing`
+    /// (`CopyError.destinationChanged` otherwise, and nothing is touched). The replaced file
+    /// is moved to `displacedTo` when given (the versions store), else removed. With `durable`
+    /// the directory is fsynced. Returns the metadata of the installed file.
+    func install(_ copy: PreparedCopy, at destination: RelativePath, replacing: FileMetadata?,
+                 displacedTo: RelativePath?, durable: Bool) throws -> FileMetadata
+
+    /// Removes a prepared copy that will not be installed.
+    func discard(_ copy: PreparedCopy)
+
+    /// Flushes everything written to this filesystem (syncfs(2)); closes a batch.
+    func synchronize() throws
+
+    /// Removes temporary files a crash left behind; returns how many.
+    func removeTemporaryFiles() throws -> Int
+
+    /// Bytes available to unprivileged users, and the filesystem's size.
+    func spaceInfo() throws -> (available: Int64, total: Int64)
+
+    func extendedAttribute(_ name: String, of path: RelativePath) throws -> [UInt8]?
+    func setExtendedAttribute(_ name: String, of path: RelativePath, to value: [UInt8]) throws
+    func removeExtendedAttribute(_ name: String, of path: RelativePath) throws
+}
+
+public struct ScanResult: Sendable {
+    public var entries: [(path: RelativePath, metadata: FileMetadata)]
+    public var problems: [SystemError]
+
+    public init(entries: [(path: RelativePath, metadata: FileMetadata)] = [], problems: [SystemError] = []) {
+        self.entries = entries
+        self.problems = problems
+    }
+}
+
+/// A fully written temporary file waiting to be installed.
+public struct PreparedCopy: Sendable, Hashable {
+    /// Where the temporary file is, relative to the root.
+    public var temporary: RelativePath
+    /// The source's metadata as it was copied (kind, size, mtime, mode).
+    public var source: FileMetadata
+    public var bytesCopied: Int64
+
+    public init(temporary: RelativePath, source: FileMetadata, bytesCopied: Int64) {
+        self.temporary = temporary
+        self.source = source
+        self.bytesCopied = bytesCopied
+    }
+}
+
+public enum CopyError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The source was modified while it was copied; try again once it is quiet.
+    case sourceChanged(RelativePath)
+    /// The destination is no longer what the plan expected (another device or process).
+    case destinationChanged(RelativePath)
+    /// The source is not a regular file.
+    case notAFile(RelativePath)
+
+    public var description: String {
+        switch self {
+        case .sourceChanged(let p): "\(p) changed while it was being copied; it will be copied again once it is quiet"
+        case .destinationChanged(let p): "\(p) was changed by someone else before it could be replaced"
+        case .notAFile(let p): "\(p) is not a regular file"
+        }
+    }
+}
+
+/// Identifies file content for "same content?" decisions when metadata disagrees. It is a
+/// fast non-cryptographic hash (xxHash64) plus the size: collisions are astronomically
+/// unlikely for ordinary files and the hash is never used for security.
+public struct ContentHash: Hashable, Sendable, CustomStringConvertible {
+    public var value: UInt64
+    public var size: Int64
+
+    public init(value: UInt64, size: Int64) {
+        self.value = value
+        self.size = size
+    }
+
+    public var description: String {
+        let hex = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
+    }
+}
+
+/// Names Nimbus gives its temporary files, so scanners, watchers and ignore rules skip them.
+public enum TemporaryName {
+    public static let prefix: [UInt8] = Array(".nimbus-tmp-".utf8)
+    public static func isTemporary(_ name: [UInt8]) -> Bool { name.starts(with: prefix) }
+}
