@@ -21,6 +21,8 @@ let package = Package(
         .target(name: "NimbusDaemon",
                 dependencies: ["NimbusCore", "NimbusJournal", "NimbusProtocol", "NimbusSystem"],
                 swiftSettings: strict),
+        // In-memory filesystem, fault injection and a manual clock for whole-engine simulation.
+        .target(name: "NimbusSimulation", dependencies: ["NimbusCore", "NimbusSystem"], swiftSettings: strict),
         .executableTarget(name: "nimbusd", dependencies: ["NimbusDaemon"], swiftSettings: strict),
         .executableTarget(name: "nimbusctl", dependencies: ["NimbusProtocol", "NimbusSystem"], swiftSettings: strict),
         .executableTarget(name: "nimbus-bench",
@@ -29,7 +31,8 @@ let package = Package(
         .testTarget(name: "NimbusSystemTests", dependencies: ["NimbusSystem"]),
         .testTarget(name: "NimbusCoreTests", dependencies: ["NimbusCore"]),
         .testTarget(name: "NimbusJournalTests", dependencies: ["NimbusJournal"]),
-        .testTarget(name: "NimbusDaemonTests", dependencies: ["NimbusDaemon"]),
+        .testTarget(name: "NimbusDaemonTests", dependencies: ["NimbusDaemon", "NimbusSimulation"]),
+        .testTarget(name: "NimbusSimulationTests", dependencies: ["NimbusSimulation"]),
         .testTarget(name: "IntegrationTests", dependencies: ["NimbusSystem"]),
     ],
     swiftLanguageModes: [.v6]
