@@ -49,7 +49,8 @@ int cnimbus_openat_beneath(int dirfd, const char *path, int flags, unsigned int 
     struct open_how how;
     memset(&how, 0, sizeof(how));
     how.flags = (uint64_t)flags;
-    how.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0;
+    /* O_TMPFILE includes O_DIRECTORY: test all its bits, or every O_DIRECTORY open gets a mode (EINVAL). */
+    how.mode = ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE) ? mode : 0;
     how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
     return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
 }

@@ -1,1 +1,4 @@
-print("nimbusd")
+import Foundation
+import NimbusDaemon
+
+exit(DaemonMain.run(arguments: Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment))

@@ -1,0 +1,61 @@
+import NimbusSystem
+
+/// What both sides looked like at the last successful sync of a path: the "ancestor" of the
+/// three-way comparison (DESIGN §4). Inodes and devices differ between the sides, so each
+/// side keeps its own metadata.
+public struct BaseEntry: Hashable, Sendable {
+    public var local: FileMetadata
+    public var cloud: FileMetadata
+    /// Content hash of a regular file, when it was computed.
+    public var hash: ContentHash?
+
+    public init(local: FileMetadata, cloud: FileMetadata, hash: ContentHash? = nil) {
+        self.local = local
+        self.cloud = cloud
+        self.hash = hash
+    }
+
+    public var kind: FileKind { local.kind }
+
+    public subscript(side: Side) -> FileMetadata {
+        get { side == .local ? local : cloud }
+        set { if side == .local { local = newValue } else { cloud = newValue } }
+    }
+}
+
+/// How one side's current entry differs from its base.
+public enum Change: Hashable, Sendable {
+    case unchanged
+    case created
+    case deleted
+    /// Content, kind or link target changed.
+    case modified
+    /// Only the permission bits changed.
+    case attributes
+
+    public var isChange: Bool { self != .unchanged }
+
+    /// Compares an entry with its base. Update detection may over-report (a touched file
+    /// counts as modified): that costs a hash or a copy, never data.
+    public static func between(base: FileMetadata?, current: FileMetadata?) -> Change {
+        switch (base, current) {
+        case (nil, nil): return .unchanged
+        case (nil, .some): return .created
+        case (.some, nil): return .deleted
+        case let (.some(b), .some(c)):
+            if b.kind != c.kind || b.symlinkTarget != c.symlinkTarget { return .modified }
+            if b.kind == .file && (b.size != c.size || b.mtime != c.mtime || b.inode != c.inode) { return .modified }
+            if b.kind == .directory && b.inode != c.inode { return .modified }
+            if b.mode != c.mode && b.kind != .symlink { return .attributes }
+            return .unchanged
+        }
+    }
+}
+
+/// Time as the engine sees it: injected, so simulations can move it by hand.
+public protocol Clock: Sendable {
+    /// Monotonic nanoseconds, for timeouts and quiet periods.
+    var monotonicNow: Int64 { get }
+    /// Wall-clock nanoseconds since the epoch, for names and retention.
+    var wallNow: Int64 { get }
+}

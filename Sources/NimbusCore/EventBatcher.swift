@@ -1,0 +1,74 @@
+import NimbusSystem
+
+/// Turns a stream of watch hints into batches of paths to sync (DESIGN §1: events say where
+/// to look). Pure: the current time is an argument.
+///
+/// - A settled change (closed after writing, deleted, renamed, a new directory or symlink,
+///   changed permissions) is ready at once.
+/// - A file being written (`modified`, or created and still open) waits until it is closed or
+///   has been quiet for `quietPeriod`, so half-written files are not uploaded.
+/// - Past `maximumPending` paths, or after a lost event, the batch becomes a full rescan.
+public struct EventBatcher: Sendable {
+    public enum Hint: Sendable, Equatable {
+        case settled(RelativePath)
+        case writing(RelativePath)
+        /// Events were lost or the tree is unknown: look at everything.
+        case rescanAll
+    }
+
+    public enum Batch: Sendable, Equatable {
+        case paths(Set<RelativePath>)
+        case everything
+    }
+
+    public var quietPeriod: Int64
+    public var maximumPending: Int
+
+    private var ready: Set<RelativePath> = []
+    private var writing: [RelativePath: Int64] = [:]
+    private var rescan = false
+
+    public init(quietPeriod: Int64 = 2_000_000_000, maximumPending: Int = 50_000) {
+        self.quietPeriod = quietPeriod
+        self.maximumPending = maximumPending
+    }
+
+    public mutating func add(_ hint: Hint, now: Int64) {
+        switch hint {
+        case .settled(let path):
+            writing[path] = nil
+            ready.insert(path)
+        case .writing(let path):
+            // Every write restarts the quiet period.
+            if !ready.contains(path) { writing[path] = now + quietPeriod }
+        case .rescanAll:
+            rescan = true
+        }
+        if ready.count + writing.count > maximumPending { rescan = true }
+    }
+
+    /// Everything that is ready at `now`, or nil when nothing is.
+    public mutating func take(now: Int64) -> Batch? {
+        if rescan {
+            rescan = false
+            ready = []
+            writing = [:]
+            return .everything
+        }
+        for (path, deadline) in writing where deadline <= now {
+            writing[path] = nil
+            ready.insert(path)
+        }
+        guard !ready.isEmpty else { return nil }
+        defer { ready = [] }
+        return .paths(ready)
+    }
+
+    /// When the next file being written becomes due (nil: nothing is waiting).
+    public var nextDeadline: Int64? {
+        if rescan || !ready.isEmpty { return 0 }
+        return writing.values.min()
+    }
+
+    public var isIdle: Bool { !rescan && ready.isEmpty && writing.isEmpty }
+}

@@ -1,0 +1,98 @@
+import NimbusSystem
+
+/// One step of a plan. Every destructive step carries what the plan expects to find, so the
+/// executor re-checks it first and refuses ("changed since planned") instead of destroying a
+/// change it has not seen.
+public enum Action: Hashable, Sendable {
+    /// Propagate a rename: move `from` to `to` on `side` (which must still be `expected`).
+    case rename(from: RelativePath, to: RelativePath, on: Side, expected: FileMetadata)
+    /// Move the losing version of a conflict out of the way, keeping it under a new name.
+    case preserveConflict(RelativePath, as: RelativePath, on: Side, expected: FileMetadata)
+    /// Delete a file or symlink on `side` (the cloud side keeps it in the versions store).
+    case remove(RelativePath, on: Side, expected: FileMetadata)
+    /// Delete an empty directory on `side`.
+    case removeDirectory(RelativePath, on: Side, expected: FileMetadata)
+    case makeDirectory(RelativePath, on: Side, source: FileMetadata)
+    /// Copy a regular file's content from the other side to `to`, replacing `replacing`
+    /// (nil: the path must not exist).
+    case copy(RelativePath, to: Side, source: FileMetadata, replacing: FileMetadata?)
+    case makeSymlink(RelativePath, on: Side, source: FileMetadata, replacing: FileMetadata?)
+    /// Only the permission bits differ: apply `source`'s mode on `side`.
+    case setMode(RelativePath, on: Side, source: FileMetadata, expected: FileMetadata)
+    /// Both sides already agree: record them as the new base.
+    case record(RelativePath, local: FileMetadata, cloud: FileMetadata, hash: ContentHash?)
+    /// Both sides deleted the path: forget it.
+    case forget(RelativePath)
+    /// Both sides made the same rename: move the base of `from` (and below) to `to`.
+    case rebase(from: RelativePath, to: RelativePath)
+
+    /// The path whose base this action settles.
+    public var path: RelativePath {
+        switch self {
+        case .rename(_, let to, _, _), .rebase(_, let to): to
+        case .preserveConflict(let p, _, _, _), .remove(let p, _, _), .removeDirectory(let p, _, _),
+             .makeDirectory(let p, _, _), .copy(let p, _, _, _), .makeSymlink(let p, _, _, _),
+             .setMode(let p, _, _, _), .record(let p, _, _, _), .forget(let p): p
+        }
+    }
+
+    /// The side this action writes to (nil for journal-only actions).
+    public var side: Side? {
+        switch self {
+        case .rename(_, _, let s, _), .preserveConflict(_, _, let s, _), .remove(_, let s, _),
+             .removeDirectory(_, let s, _), .makeDirectory(_, let s, _), .copy(_, let s, _, _),
+             .makeSymlink(_, let s, _, _), .setMode(_, let s, _, _): s
+        case .record, .forget, .rebase: nil
+        }
+    }
+
+    public var isDeletion: Bool {
+        switch self {
+        case .remove, .removeDirectory: true
+        default: false
+        }
+    }
+}
+
+/// What reconcile decided for a set of paths. Actions are in a safe execution order:
+/// renames and conflict moves, then deletions (children before parents), then creations
+/// and updates (parents before children), then journal-only records.
+public struct Plan: Hashable, Sendable {
+    public var actions: [Action] = []
+    /// Paths where both sides changed to different content; the local version was preserved
+    /// under `conflictCopy` and the cloud version keeps the name.
+    public var conflicts: [Conflict] = []
+    /// Files whose content must be hashed before "same content?" can be decided; the caller
+    /// hashes them (at these paths, which are where the files are now) and reconciles again.
+    public var needsHashes: Set<SidePath> = []
+    /// Special files (fifos, sockets, devices) that are never synced.
+    public var skipped: [RelativePath] = []
+
+    public init() {}
+
+    public var isEmpty: Bool { actions.isEmpty && needsHashes.isEmpty }
+
+    public func deletions(on side: Side) -> [Action] {
+        actions.filter { $0.isDeletion && $0.side == side }
+    }
+}
+
+public struct Conflict: Hashable, Sendable {
+    public var path: RelativePath
+    public var conflictCopy: RelativePath
+    public init(path: RelativePath, conflictCopy: RelativePath) {
+        self.path = path
+        self.conflictCopy = conflictCopy
+    }
+}
+
+/// A path on one side.
+public struct SidePath: Hashable, Sendable, CustomStringConvertible {
+    public var side: Side
+    public var path: RelativePath
+    public init(_ side: Side, _ path: RelativePath) {
+        self.side = side
+        self.path = path
+    }
+    public var description: String { "\(side):\(path)" }
+}

@@ -1,0 +1,232 @@
+import NimbusSystem
+
+/// Three-way reconciliation (DESIGN §4): compares each side with the base (the state at the
+/// last sync) and plans what to propagate. Pure: no I/O, no clock.
+///
+/// The rule it never breaks (Unison's): a change is propagated over an unchanged entry, and
+/// when both sides changed differently nothing is overwritten — the local version is kept
+/// under a conflict name and both versions end up on both sides.
+///
+/// - Parameters:
+///   - base: the synced state of every path in scope.
+///   - local, cloud: the current entries of every path in scope (absent = not there).
+///   - hashes: content hashes already computed, per side; where "same content?" must be
+///     decided without them, the plan lists the path in `needsHashes` instead.
+///   - namer: names conflict copies.
+public func reconcile(base: [RelativePath: BaseEntry],
+                      local: [RelativePath: FileMetadata],
+                      cloud: [RelativePath: FileMetadata],
+                      hashes: SideHashes = SideHashes(),
+                      namer: ConflictNamer) -> Plan {
+    var reconciler = Reconciler(base: base, local: local, cloud: cloud, hashes: hashes, namer: namer)
+    return reconciler.run()
+}
+
+public struct SideHashes: Sendable {
+    public var local: [RelativePath: ContentHash] = [:]
+    public var cloud: [RelativePath: ContentHash] = [:]
+    public init(local: [RelativePath: ContentHash] = [:], cloud: [RelativePath: ContentHash] = [:]) {
+        self.local = local
+        self.cloud = cloud
+    }
+}
+
+struct Reconciler {
+    var base: [RelativePath: BaseEntry]
+    var views: [Side: [RelativePath: FileMetadata]]
+    let hashes: SideHashes
+    let namer: ConflictNamer
+
+    var moves: [Action] = []
+    var deletions: [Action] = []
+    var creations: [Action] = []
+    var records: [Action] = []
+    var plan = Plan()
+    /// Directories with something created or modified below them, per side: such a
+    /// directory is never deleted to follow the other side (DESIGN §4).
+    var changedBelow: [Side: Set<RelativePath>] = [:]
+    /// Where entries re-keyed by a planned rename still are on disk, per side.
+    var origins: [Side: [RelativePath: RelativePath]] = [.local: [:], .cloud: [:]]
+
+    init(base: [RelativePath: BaseEntry], local: [RelativePath: FileMetadata],
+         cloud: [RelativePath: FileMetadata], hashes: SideHashes, namer: ConflictNamer) {
+        self.base = base
+        self.views = [.local: local, .cloud: cloud]
+        self.hashes = hashes
+        self.namer = namer
+    }
+
+    mutating func run() -> Plan {
+        for side in Side.allCases { propagateRenames(detectedOn: side) }
+        for side in Side.allCases { changedBelow[side] = directoriesWithChanges(on: side) }
+        let paths = Set(base.keys).union(views[.local]!.keys).union(views[.cloud]!.keys).sorted()
+        for path in paths where !path.isRoot { reconcilePath(path) }
+        // Deletions run children first; everything else parents first (paths are sorted so).
+        plan.actions = moves + deletions.reversed() + creations + records
+        return plan
+    }
+
+    // MARK: - One path
+
+    mutating func reconcilePath(_ path: RelativePath) {
+        let entry = base[path]
+        let l = views[.local]![path], c = views[.cloud]![path]
+        if l?.kind == .special || c?.kind == .special {
+            plan.skipped.append(path)
+            return
+        }
+        let localChange = Change.between(base: entry?.local, current: l)
+        let cloudChange = Change.between(base: entry?.cloud, current: c)
+        switch (localChange.isChange, cloudChange.isChange) {
+        case (false, false):
+            // Invariant: both sides are as synced. Nothing to do.
+            return
+        case (true, false):
+            // Invariant: only the local side changed; the cloud holds the base (or nothing).
+            propagate(path, from: .local, change: localChange, source: l, destination: c)
+        case (false, true):
+            propagate(path, from: .cloud, change: cloudChange, source: c, destination: l)
+        case (true, true):
+            reconcileBothChanged(path, entry: entry, local: l, cloud: c)
+        }
+    }
+
+    /// `source` changed on `side`; `destination` on the other side is still the base.
+    mutating func propagate(_ path: RelativePath, from side: Side, change: Change,
+                            source: FileMetadata?, destination: FileMetadata?) {
+        let other = side.other
+        guard let source else {
+            // Deleted on `side`. Invariant: the other side still holds the base entry.
+            guard let destination else { return }
+            if destination.kind == .directory && changedBelow[other]!.contains(path) {
+                // Something inside changed on the other side: keep the directory, bring it back.
+                creations.append(.makeDirectory(path, on: side, source: destination))
+            } else {
+                deletions.append(destination.kind == .directory
+                    ? .removeDirectory(path, on: other, expected: destination)
+                    : .remove(path, on: other, expected: destination))
+            }
+            return
+        }
+        if change == .attributes, let destination {
+            creations.append(.setMode(path, on: other, source: source, expected: destination))
+            return
+        }
+        if let destination, destination.kind == .directory, source.kind != .directory,
+           changedBelow[other]!.contains(path) {
+            // A folder replaced here by a file, while something inside it changed there:
+            // a conflict, not a deletion of that change.
+            let (l, c) = side == .local ? (source, destination) : (destination, source)
+            keepBoth(path, local: l, cloud: c)
+            return
+        }
+        create(path, on: other, from: source, replacing: destination)
+    }
+
+    /// Puts `source`'s kind of entry at `path` on `side`, replacing what is there.
+    mutating func create(_ path: RelativePath, on side: Side, from source: FileMetadata,
+                         replacing existing: FileMetadata?) {
+        var replacing = existing
+        if let existing, existing.kind == .directory || source.kind == .directory || existing.kind == .special {
+            if existing.kind == source.kind {
+                // Directory replaced by another directory: only attributes can differ.
+                if existing.mode != source.mode {
+                    creations.append(.setMode(path, on: side, source: source, expected: existing))
+                } else {
+                    let pair = side == .local ? (existing, source) : (source, existing)
+                    records.append(.record(path, local: pair.0, cloud: pair.1, hash: nil))
+                }
+                return
+            }
+            // A kind change: the old entry goes first (a directory's children are deleted by
+            // their own actions before it), then the new one is created.
+            deletions.append(existing.kind == .directory
+                ? .removeDirectory(path, on: side, expected: existing)
+                : .remove(path, on: side, expected: existing))
+            replacing = nil
+        }
+        switch source.kind {
+        case .directory: creations.append(.makeDirectory(path, on: side, source: source))
+        case .file:
+            if let r = replacing, r.kind != .file {
+                deletions.append(.remove(path, on: side, expected: r))
+                replacing = nil
+            }
+            creations.append(.copy(path, to: side, source: source, replacing: replacing))
+        case .symlink: creations.append(.makeSymlink(path, on: side, source: source, replacing: replacing))
+        case .special: plan.skipped.append(path)
+        }
+    }
+
+    mutating func reconcileBothChanged(_ path: RelativePath, entry: BaseEntry?,
+                                       local l: FileMetadata?, cloud c: FileMetadata?) {
+        switch (l, c) {
+        case (nil, nil):
+            // Deleted on both sides: forget it.
+            if entry != nil { records.append(.forget(path)) }
+        case (nil, let c?):
+            // Deleted here, changed there: a change beats a delete.
+            create(path, on: .local, from: c, replacing: nil)
+        case (let l?, nil):
+            create(path, on: .cloud, from: l, replacing: nil)
+        case (let l?, let c?):
+            reconcileBothPresent(path, local: l, cloud: c)
+        }
+    }
+
+    /// Both sides hold something new at `path`.
+    mutating func reconcileBothPresent(_ path: RelativePath, local l: FileMetadata, cloud c: FileMetadata) {
+        if l.kind == c.kind {
+            switch l.kind {
+            case .directory:
+                // Directories merge; their children are reconciled one by one.
+                agree(path, local: l, cloud: c, hash: nil)
+                return
+            case .symlink where l.symlinkTarget == c.symlinkTarget:
+                agree(path, local: l, cloud: c, hash: nil)
+                return
+            case .file where l.size == c.size:
+                let onDisk = (local: origin(path, on: .local), cloud: origin(path, on: .cloud))
+                guard let lh = hashes.local[onDisk.local], let ch = hashes.cloud[onDisk.cloud] else {
+                    plan.needsHashes.insert(SidePath(.local, onDisk.local))
+                    plan.needsHashes.insert(SidePath(.cloud, onDisk.cloud))
+                    return
+                }
+                if lh == ch {
+                    // Same content on both sides (also how an interrupted copy is recovered).
+                    agree(path, local: l, cloud: c, hash: lh)
+                    return
+                }
+            default: break
+            }
+        }
+        keepBoth(path, local: l, cloud: c)
+    }
+
+    /// Both sides agree on content: record them, after aligning modes (local wins those).
+    mutating func agree(_ path: RelativePath, local l: FileMetadata, cloud c: FileMetadata, hash: ContentHash?) {
+        if l.mode != c.mode && l.kind != .symlink {
+            creations.append(.setMode(path, on: .cloud, source: l, expected: c))
+        } else {
+            records.append(.record(path, local: l, cloud: c, hash: hash))
+        }
+    }
+
+    /// A real conflict: nothing is overwritten. The cloud version keeps the name (a directory
+    /// always keeps it), the other is moved to a conflict name and synced as a new entry.
+    mutating func keepBoth(_ path: RelativePath, local l: FileMetadata, cloud c: FileMetadata) {
+        let loser: Side = l.kind == .directory ? .cloud : .local
+        let loserEntry = loser == .local ? l : c
+        let winnerEntry = loser == .local ? c : l
+        let copyName = namer.name(for: path) { candidate in
+            self.views[.local]![candidate] != nil || self.views[.cloud]![candidate] != nil
+                || self.base[candidate] != nil
+        }
+        moves.append(.preserveConflict(path, as: copyName, on: loser, expected: loserEntry))
+        views[loser]![copyName] = loserEntry
+        views[loser]![path] = nil
+        create(path, on: loser, from: winnerEntry, replacing: nil)
+        create(copyName, on: loser.other, from: loserEntry, replacing: nil)
+        plan.conflicts.append(Conflict(path: path, conflictCopy: copyName))
+    }
+}

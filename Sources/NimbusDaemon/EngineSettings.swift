@@ -1,0 +1,45 @@
+import NimbusCore
+import NimbusSystem
+
+/// What the engine needs from the configuration (DESIGN §3, §4, §8).
+public struct EngineSettings: Sendable {
+    /// Names conflict copies and versions: "conflict from DEVICE".
+    public var deviceName: String
+    /// Mass-delete guard: hold a batch that deletes more than this share of the tracked
+    /// entries on one side *and* more than `massDeleteMinimum` entries.
+    public var maxDeletePercent: Int = 50
+    public var massDeleteMinimum: Int = 100
+    /// How long replaced and deleted cloud content stays in `.nimbus/versions`.
+    public var versionRetention: Int64 = 30 * 86_400 * 1_000_000_000
+    /// Local ignore rules; ignored paths stay `local` and are never synced.
+    public var isIgnored: @Sendable (RelativePath, _ isDirectory: Bool) -> Bool = { _, _ in false }
+    /// Offset of local time from UTC, for conflict names.
+    public var utcOffsetSeconds: Int = 0
+    /// A plan with at least this many copies is written as one batch with one flush of each
+    /// filesystem instead of an fsync per file.
+    public var batchThreshold: Int = 16
+
+    public init(deviceName: String) { self.deviceName = deviceName }
+}
+
+/// What the engine is doing, for status, logs and systemd.
+public enum EnginePhase: Hashable, Sendable {
+    case starting
+    case idle
+    case syncing
+    case paused
+    /// A root is missing or not ours: nothing is propagated until it is back.
+    case halted(String)
+}
+
+/// The engine's published state: read by the control server and status reporters from
+/// other threads, always under the engine's lock.
+public struct EngineStatus: Sendable {
+    public var phase: EnginePhase = .starting
+    public var tracked = 0
+    /// Deletions held by the mass-delete guard, waiting for confirm or revert.
+    public var heldDeletes = 0
+    public var bytesCopied: Int64 = 0
+    public var filesCopied = 0
+    public var lastError: String?
+}

@@ -1,0 +1,57 @@
+import NimbusCore
+import NimbusJournal
+import NimbusSystem
+
+/// Where the engine persists its per-path records. Changes become durable only at `commit`;
+/// a crash before it loses them, which is safe: the next start rescans and finds the work
+/// either done (both sides equal → recorded) or not (done again).
+public protocol RecordStore: AnyObject {
+    func put(_ path: RelativePath, _ record: PathRecord)
+    func remove(_ path: RelativePath)
+    func commit() throws
+    /// Rewrites the store compactly when its log has grown; `all` is the live content.
+    func compactIfNeeded(_ all: @autoclosure () -> [RelativePath: PathRecord]) throws
+}
+
+/// The real store: a `Journal` (DESIGN §6) in the pair's state directory.
+public final class JournalRecordStore: RecordStore {
+    let journal: Journal
+    public let recoveryDescription: String
+
+    /// Opens (or creates) the journal and returns the records it holds. Records that fail to
+    /// decode are dropped (their paths are rescanned and re-recorded), never fatal.
+    public static func open(directory: SystemPath) throws -> (JournalRecordStore, [RelativePath: PathRecord]) {
+        var records: [RelativePath: PathRecord] = [:]
+        let journal = try Journal.open(directory: directory) { record in
+            switch record {
+            case .put(let key, let value):
+                guard let path = try? RelativePath(validating: key) else { return }
+                records[path] = try? PathRecordCodec.decode(value)
+            case .remove(let key):
+                guard let path = try? RelativePath(validating: key) else { return }
+                records[path] = nil
+            }
+        }
+        let store = JournalRecordStore(journal: journal, recovery: "\(journal.recovery)")
+        return (store, records)
+    }
+
+    init(journal: Journal, recovery: String) {
+        self.journal = journal
+        self.recoveryDescription = recovery
+    }
+
+    public func put(_ path: RelativePath, _ record: PathRecord) {
+        journal.append(.put(key: path.bytes, value: PathRecordCodec.encode(record)))
+    }
+
+    public func remove(_ path: RelativePath) { journal.append(.remove(key: path.bytes)) }
+    public func commit() throws { try journal.commit() }
+
+    public func compactIfNeeded(_ all: @autoclosure () -> [RelativePath: PathRecord]) throws {
+        guard journal.needsCompaction else { return }
+        try journal.compact(liveEntries: all().lazy.map { (key: $0.key.bytes, value: PathRecordCodec.encode($0.value)) })
+    }
+
+    public func close() throws { try journal.close() }
+}

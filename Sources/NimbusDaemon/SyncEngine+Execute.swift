@@ -1,0 +1,272 @@
+import NimbusCore
+import NimbusSystem
+
+/// An expectation of the plan no longer holds: the entry changed after it was scanned.
+struct ChangedSincePlanned: Error, CustomStringConvertible {
+    var path: RelativePath
+    var side: Side
+    var description: String { "\(path) changed in the \(side) folder while it was being synced; it is looked at again" }
+}
+
+extension SyncEngine {
+    /// A copy written to a temporary file, waiting for the batch's flush before it is installed.
+    struct PendingInstall {
+        var path: RelativePath
+        var side: Side
+        var prepared: PreparedCopy
+        var replacing: FileMetadata?
+        var source: FileMetadata
+    }
+
+    /// Executes a plan in order. Returns the paths to look at again at once.
+    func execute(_ plan: Plan) -> Set<RelativePath> {
+        let copies = plan.actions.count { if case .copy = $0 { true } else { false } }
+        var batch: [PendingInstall]? = copies >= settings.batchThreshold ? [] : nil
+        var again = Set<RelativePath>()
+        for action in plan.actions {
+            log.debug("\(action)")
+            do {
+                try perform(action, batch: &batch)
+                clearTransient(action.path)
+            } catch {
+                handle(error, for: action, again: &again)
+            }
+        }
+        if let batch, !batch.isEmpty { installBatch(batch, again: &again) }
+        for conflict in plan.conflicts {
+            updateRecord(conflict.path) { $0.conflictCopy = conflict.conflictCopy }
+            log.notice("conflict on \(conflict.path): both sides changed it; the cloud version keeps the name, this device's version is kept as \(conflict.conflictCopy)")
+        }
+        return again
+    }
+
+    func perform(_ action: Action, batch: inout [PendingInstall]?) throws {
+        switch action {
+        case .rename(let from, let to, let side, let expected):
+            try expect(from, on: side, expected)
+            try system(side).rename(from, to: to, replacing: false)
+            rekey(from: from, to: to)
+            refresh(to)
+        case .preserveConflict(let path, let copyName, let side, let expected):
+            try expect(path, on: side, expected)
+            try system(side).rename(path, to: copyName, replacing: false)
+        case .remove(let path, let side, let expected):
+            try expect(path, on: side, expected)
+            try removeKeepingVersion(path, on: side)
+            setRecord(path, nil)
+        case .removeDirectory(let path, let side, let expected):
+            try expect(path, on: side, expected)
+            try system(side).removeDirectory(path)
+            setRecord(path, nil)
+        case .makeDirectory(let path, let side, let source):
+            do {
+                try system(side).makeDirectory(path, mode: source.mode)
+            } catch let error as SystemError where error.errno == .fileExists {
+                guard try system(side).metadata(of: path)?.kind == .directory else { throw error }
+            }
+            refresh(path)
+        case .copy(let path, let side, let source, let replacing):
+            try copy(path, to: side, source: source, replacing: replacing, batch: &batch)
+        case .makeSymlink(let path, let side, let source, let replacing):
+            try expect(path, on: side.other, source)
+            if let replacing {
+                try expect(path, on: side, replacing)
+                try removeKeepingVersion(path, on: side)
+            }
+            try system(side).makeSymlink(path, target: source.symlinkTarget ?? [])
+            refresh(path)
+        case .setMode(let path, let side, let source, let expected):
+            try expect(path, on: side, expected)
+            try system(side).setAttributes(path, mode: source.mode, mtime: nil)
+            refresh(path)
+        case .record(let path, let l, let c, let hash):
+            updateRecord(path, creating: BaseEntry(local: l, cloud: c, hash: hash)) { $0.base = BaseEntry(local: l, cloud: c, hash: hash) }
+        case .forget(let path):
+            setRecord(path, nil)
+        case .rebase(let from, let to):
+            rekey(from: from, to: to)
+        }
+    }
+
+    func copy(_ path: RelativePath, to side: Side, source: FileMetadata, replacing: FileMetadata?,
+              batch: inout [PendingInstall]?) throws {
+        let destination = system(side)
+        setTransient(path, side == .cloud ? .uploading(progress: 0) : .downloading(progress: 0))
+        let size = max(source.size, 1)
+        let prepared = try destination.prepareCopy(of: path, from: system(side.other), expected: source,
+                                                   durable: batch == nil) { [weak self] done in
+            self?.setTransient(path, side == .cloud ? .uploading(progress: Double(done) / Double(size))
+                                                    : .downloading(progress: Double(done) / Double(size)))
+        }
+        let pending = PendingInstall(path: path, side: side, prepared: prepared, replacing: replacing, source: source)
+        if batch != nil {
+            batch!.append(pending)
+        } else {
+            try install(pending, durable: true)
+        }
+    }
+
+    func install(_ pending: PendingInstall, durable: Bool) throws {
+        let fs = system(pending.side)
+        let displaced = pending.side == .cloud && pending.replacing != nil
+            ? VersionStore(device: settings.deviceName).location(for: pending.path, at: clock.wallNow) : nil
+        let installed: FileMetadata
+        do {
+            installed = try fs.install(pending.prepared, at: pending.path, replacing: pending.replacing,
+                                       displacedTo: displaced, durable: durable)
+        } catch {
+            fs.discard(pending.prepared)
+            throw error
+        }
+        let base = pending.side == .cloud ? BaseEntry(local: pending.source, cloud: installed)
+                                          : BaseEntry(local: installed, cloud: pending.source)
+        updateRecord(pending.path, creating: base) { $0.base = base }
+        state.withLock {
+            $0.status.filesCopied += 1
+            $0.status.bytesCopied += pending.prepared.bytesCopied
+        }
+    }
+
+    /// Installs a batch of prepared copies: one flush makes their content durable before any
+    /// of them is renamed into place, another makes the renames durable.
+    func installBatch(_ batch: [PendingInstall], again: inout Set<RelativePath>) {
+        for side in Set(batch.map(\.side)) {
+            do { try system(side).synchronize() } catch {
+                log.error("cannot flush the \(side) folder: \(error); \(batch.count) copies are retried")
+                for pending in batch where pending.side == side {
+                    system(side).discard(pending.prepared)
+                    scheduleRetry(pending.path, error: "\(error)")
+                }
+                return
+            }
+        }
+        for pending in batch {
+            do {
+                try install(pending, durable: false)
+                clearTransient(pending.path)
+            } catch {
+                handle(error, for: .copy(pending.path, to: pending.side, source: pending.source, replacing: pending.replacing), again: &again)
+            }
+        }
+        for side in Set(batch.map(\.side)) {
+            do { try system(side).synchronize() } catch { log.error("cannot flush the \(side) folder: \(error)") }
+        }
+    }
+
+    /// A cloud entry is moved to the versions store; a local one (which equals the base,
+    /// already checked) is removed.
+    func removeKeepingVersion(_ path: RelativePath, on side: Side) throws {
+        let fs = system(side)
+        guard side == .cloud else { return try fs.removeFile(path) }
+        let location = VersionStore(device: settings.deviceName).location(for: path, at: clock.wallNow)
+        try makeDirectories(location.parent, in: fs)
+        try fs.rename(path, to: location, replacing: false)
+    }
+
+    func makeDirectories(_ path: RelativePath, in fs: FS) throws {
+        if path.isRoot { return }
+        if try fs.metadata(of: path)?.kind == .directory { return }
+        try makeDirectories(path.parent, in: fs)
+        do { try fs.makeDirectory(path, mode: 0o755) } catch let e as SystemError where e.errno == .fileExists {}
+    }
+
+    /// Re-checks that `path` on `side` is still what the plan saw.
+    func expect(_ path: RelativePath, on side: Side, _ expected: FileMetadata?) throws {
+        let current = try system(side).metadata(of: path)
+        switch (current, expected) {
+        case (nil, nil): return
+        case let (c?, e?) where c.isUnchanged(from: e): return
+        default: throw ChangedSincePlanned(path: path, side: side)
+        }
+    }
+
+    func handle(_ error: any Error, for action: Action, again: inout Set<RelativePath>) {
+        let path = action.path
+        switch error {
+        case is ChangedSincePlanned, CopyError.destinationChanged:
+            log.info("\(error)")
+            again.insert(path)
+        case CopyError.sourceChanged:
+            log.info("\(error)")
+            scheduleRetry(path, error: "\(error)")
+        default:
+            let message = Self.explain(error, action: action)
+            log.error(message)
+            setTransient(path, .error(message))
+            scheduleRetry(path, error: message)
+            state.withLock { $0.status.lastError = message }
+        }
+    }
+
+    /// Plain English: what failed, why, and what to do.
+    static func explain(_ error: any Error, action: Action) -> String {
+        let side = action.side.map { "the \($0) folder" } ?? "the journal"
+        let what = "\(action.path) in \(side)"
+        guard let e = error as? SystemError else { return "cannot sync \(what): \(error)" }
+        switch e.errno {
+        case .noSpace, .quotaExceeded:
+            return "cannot write \(what): the disk is full. Free some space; sync resumes by itself."
+        case .permissionDenied, .notPermitted:
+            return "cannot \(e.operation) \(what): permission denied. Check the owner and permissions of \(e.path); sync retries by itself."
+        case .readOnlyFileSystem:
+            return "cannot write \(what): the filesystem is read-only. Remount it read-write; sync retries by itself."
+        case .nameTooLong:
+            return "cannot create \(what): the name is too long for that filesystem. Rename it."
+        case .tooManySymlinks, .crossDevice:
+            return "refusing \(what): a folder on the way is a symlink or a mount point, which Nimbus never follows."
+        default:
+            return "cannot \(e.operation) \(what): \(e.errno). Sync retries by itself."
+        }
+    }
+
+    // MARK: - Records and states
+
+    func setRecord(_ path: RelativePath, _ record: PathRecord?) {
+        state.withLock { s in
+            s.index[path] = record
+            s.retryCount[path] = nil
+        }
+        if let record { store.put(path, record) } else { store.remove(path) }
+    }
+
+    /// Changes the record of `path`, or creates it from `creating`.
+    func updateRecord(_ path: RelativePath, creating base: BaseEntry? = nil, _ change: (inout PathRecord) -> Void) {
+        let record: PathRecord? = state.withLock { s in
+            guard var record = s.index[path] ?? base.map({ PathRecord(base: $0) }) else { return nil }
+            change(&record)
+            s.index[path] = record
+            s.retryCount[path] = nil
+            return record
+        }
+        if let record { store.put(path, record) }
+    }
+
+    /// Records what both sides hold at `path` now.
+    func refresh(_ path: RelativePath) {
+        guard let l = try? local.metadata(of: path), let c = try? cloud.metadata(of: path) else {
+            return setRecord(path, nil)
+        }
+        updateRecord(path, creating: BaseEntry(local: l, cloud: c)) { $0.base = BaseEntry(local: l, cloud: c) }
+    }
+
+    func rekey(from: RelativePath, to: RelativePath) {
+        let moved: [(RelativePath, PathRecord)] = state.withLock { s in
+            let paths = s.index.subtree(from)
+            let moved = paths.map { ($0, s.index[$0]!) }
+            s.index.rekey(from: from, to: to)
+            return moved
+        }
+        for (path, record) in moved {
+            store.remove(path)
+            store.put(path.rebased(from: from, to: to)!, record)
+        }
+    }
+
+    func setTransient(_ path: RelativePath, _ fileState: FileState) {
+        state.withLock { $0.transient[path] = fileState }
+    }
+
+    func clearTransient(_ path: RelativePath) {
+        state.withLock { $0.transient[path] = nil }
+    }
+}

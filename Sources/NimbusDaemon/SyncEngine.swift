@@ -1,0 +1,256 @@
+import NimbusCore
+import NimbusSystem
+import Synchronization
+
+/// The sync engine for one pair: scans what changed, reconciles it with the journal's base,
+/// passes the plan through the safety gate, executes it and records the result (DESIGN §1).
+/// Driven by one thread (`sync` calls never overlap); its published state can be read from
+/// any thread.
+public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
+    public let local: FS
+    public let cloud: FS
+    let store: any RecordStore
+    let clock: any Clock
+    let log: Logger
+    let rootNames: (local: String, cloud: String)
+    let settingsBox: Mutex<EngineSettings>
+    let state: Mutex<EngineState>
+
+    struct EngineState {
+        var index: SyncIndex
+        var status = EngineStatus()
+        /// States that cannot be derived from the index: in progress, errors.
+        var transient: [RelativePath: FileState] = [:]
+        /// Deletions held by the mass-delete guard.
+        var heldDeletes: [Action] = []
+        /// Paths to look at again, and when (monotonic ns).
+        var retries: [RelativePath: Int64] = [:]
+        var retryCount: [RelativePath: Int] = [:]
+    }
+
+    public init(local: FS, cloud: FS, store: any RecordStore, records: [RelativePath: PathRecord],
+                clock: any Clock, settings: EngineSettings, log: Logger, rootNames: (local: String, cloud: String)) {
+        self.local = local
+        self.cloud = cloud
+        self.store = store
+        self.clock = clock
+        self.log = log
+        self.rootNames = rootNames
+        self.settingsBox = Mutex(settings)
+        var initial = EngineState(index: SyncIndex(records))
+        initial.status.tracked = records.count
+        self.state = Mutex(initial)
+    }
+
+    public var settings: EngineSettings {
+        get { settingsBox.withLock { $0 } }
+        set { settingsBox.withLock { $0 = newValue } }
+    }
+
+    public var status: EngineStatus { state.withLock { $0.status } }
+
+    func system(_ side: Side) -> FS { side == .local ? local : cloud }
+
+    // MARK: - Starting
+
+    /// Recovery at start: removes temporary files a crash left, then syncs everything.
+    public func start() {
+        for side in Side.allCases {
+            do {
+                let removed = try system(side).removeTemporaryFiles()
+                if removed > 0 { log.notice("removed \(removed) temporary file(s) left by an interrupted copy in the \(side) folder") }
+            } catch {
+                log.warning("could not clean temporary files in the \(side) folder: \(error)")
+            }
+        }
+        sync(nil)
+        pruneVersions()
+    }
+
+    public func pruneVersions() {
+        let s = settings
+        do {
+            let removed = try VersionStore(device: s.deviceName).prune(in: cloud, now: clock.wallNow, retention: s.versionRetention)
+            if removed > 0 { log.info("removed \(removed) old version(s) past the retention of \(s.versionRetention / 86_400_000_000_000) days") }
+        } catch {
+            log.warning("could not prune old versions: \(error)")
+        }
+    }
+
+    // MARK: - One sync pass
+
+    /// Syncs the given paths (and everything below them), or everything when nil.
+    public func sync(_ paths: Set<RelativePath>?) {
+        guard rootsAreReady() else { return }
+        setPhase(.syncing)
+        defer { setPhase(.idle) }
+        var scope = scopeRoots(paths)
+        // A pass normally settles in one round; a second one follows only when something
+        // changed under our feet (an expectation failed) or a conflict moved a file.
+        for _ in 0..<4 where !scope.isEmpty {
+            let views = gather(scope)
+            var plan = makePlan(views)
+            plan = guardDeletes(plan)
+            guard !plan.actions.isEmpty else { break }
+            let again = execute(plan)
+            commit()
+            scope = scopeRoots(again)
+        }
+    }
+
+    func rootsAreReady() -> Bool {
+        let firstPairing = state.withLock { $0.index.count == 0 }
+        switch RootMarkers.check(local: local, cloud: cloud, firstPairing: firstPairing,
+                                 localRoot: rootNames.local, cloudRoot: rootNames.cloud) {
+        case .ready:
+            let wasHalted = state.withLock { s -> Bool in
+                if case .halted = s.status.phase { s.status.phase = .idle; return true }
+                return false
+            }
+            if wasHalted { log.notice("both folders are back; sync resumes") }
+            return true
+        case .missing(let message):
+            let isNew = state.withLock { s -> Bool in
+                defer { s.status.phase = .halted(message) }
+                return s.status.phase != .halted(message)
+            }
+            if isNew { log.error(message) }
+            return false
+        }
+    }
+
+    func setPhase(_ phase: EnginePhase) {
+        state.withLock { s in
+            if case .halted = s.status.phase { return }
+            s.status.phase = phase
+            s.status.tracked = s.index.count
+        }
+    }
+
+    /// The outermost paths to look at. A path whose parent was never synced is widened to
+    /// its highest unsynced ancestor, so a new folder is created before what is inside it.
+    func scopeRoots(_ paths: Set<RelativePath>?) -> [RelativePath] {
+        guard let paths else { return [.root] }
+        let index = state.withLock { $0.index }
+        var widened = Set<RelativePath>()
+        for var path in paths {
+            while !path.isRoot, !path.parent.isRoot, index[path.parent] == nil { path = path.parent }
+            widened.insert(path)
+        }
+        var roots: [RelativePath] = []
+        for path in widened.sorted() where !roots.contains(where: { $0.contains(path) }) { roots.append(path) }
+        return roots
+    }
+
+    struct Views {
+        var base: [RelativePath: BaseEntry] = [:]
+        var local: [RelativePath: FileMetadata] = [:]
+        var cloud: [RelativePath: FileMetadata] = [:]
+    }
+
+    /// The base and both sides' current entries for everything below the scope roots,
+    /// without what is ignored or Nimbus's own.
+    func gather(_ roots: [RelativePath]) -> Views {
+        var views = Views()
+        let isIgnored = settings.isIgnored
+        let excluded: @Sendable (RelativePath, Bool) -> Bool = { path, isDirectory in
+            path == RootMarkers.local || path == RootMarkers.cloudDirectory
+                || TemporaryName.isTemporary(path.name) || isIgnored(path, isDirectory)
+        }
+        state.withLock { s in
+            for root in roots {
+                for path in s.index.subtree(root) {
+                    let base = s.index[path]!.base
+                    if !excluded(path, base.kind == .directory) { views.base[path] = base }
+                }
+            }
+        }
+        for root in roots {
+            for side in Side.allCases {
+                let fs = system(side)
+                var found: [RelativePath: FileMetadata] = [:]
+                do {
+                    if root.isRoot {
+                        let scan = try fs.scan(.root) { !excluded($0, true) }
+                        for problem in scan.problems { log.warning("cannot read \(problem.path) in the \(side) folder: \(problem.errno)") }
+                        for (path, meta) in scan.entries where !excluded(path, meta.kind == .directory) { found[path] = meta }
+                    } else if let meta = try fs.metadata(of: root), !excluded(root, meta.kind == .directory) {
+                        found[root] = meta
+                        if meta.kind == .directory {
+                            let scan = try fs.scan(root) { !excluded($0, true) }
+                            for (path, meta) in scan.entries where !excluded(path, meta.kind == .directory) { found[path] = meta }
+                        }
+                    }
+                } catch {
+                    // An unreadable scope must not look like a deletion: leave it out entirely.
+                    log.warning("cannot scan \(root) in the \(side) folder: \(error); it will be retried")
+                    scheduleRetry(root, error: "\(error)")
+                    views.base = views.base.filter { !root.contains($0.key) }
+                    views.local = views.local.filter { !root.contains($0.key) }
+                    views.cloud = views.cloud.filter { !root.contains($0.key) }
+                    continue
+                }
+                if side == .local { views.local.merge(found) { $1 } } else { views.cloud.merge(found) { $1 } }
+            }
+        }
+        return views
+    }
+
+    func makePlan(_ views: Views) -> Plan {
+        let s = settings
+        let namer = ConflictNamer(device: s.deviceName, wallTime: clock.wallNow, utcOffsetSeconds: s.utcOffsetSeconds)
+        var plan = reconcile(base: views.base, local: views.local, cloud: views.cloud, namer: namer)
+        if !plan.needsHashes.isEmpty {
+            var hashes = SideHashes()
+            for request in plan.needsHashes {
+                do {
+                    let hash = try system(request.side).contentHash(of: request.path)
+                    if request.side == .local { hashes.local[request.path] = hash } else { hashes.cloud[request.path] = hash }
+                } catch {
+                    log.warning("cannot read \(request.path) in the \(request.side) folder to compare it: \(error)")
+                    scheduleRetry(request.path, error: "\(error)")
+                }
+            }
+            plan = reconcile(base: views.base, local: views.local, cloud: views.cloud, hashes: hashes, namer: namer)
+        }
+        for path in plan.skipped where views.base[path] == nil {
+            log.info("skipping \(path): special files (fifos, sockets, devices) are not synced")
+        }
+        return plan
+    }
+
+    func commit() {
+        do {
+            try store.commit()
+            let all = state.withLock { $0.index.records }
+            try store.compactIfNeeded(all)
+        } catch {
+            log.error("cannot write the journal: \(error). Sync continues; changes since the last successful write will be re-checked at the next start.")
+        }
+    }
+
+    // MARK: - Retries
+
+    func scheduleRetry(_ path: RelativePath, error: String) {
+        state.withLock { s in
+            let attempt = s.retryCount[path, default: 0] + 1
+            s.retryCount[path] = attempt
+            // 1 s, 2 s, 4 s … up to 5 minutes.
+            let delay = Int64(min(300, 1 << min(attempt - 1, 9))) * 1_000_000_000
+            s.retries[path] = clock.monotonicNow + delay
+        }
+    }
+
+    /// When the next retry is due, if any.
+    public var nextRetry: Int64? { state.withLock { $0.retries.values.min() } }
+
+    /// Paths whose retry is due now; they are removed from the schedule.
+    public func dueRetries() -> Set<RelativePath> {
+        let now = clock.monotonicNow
+        return state.withLock { s in
+            let due = s.retries.filter { $0.value <= now }.map(\.key)
+            for path in due { s.retries[path] = nil }
+            return Set(due)
+        }
+    }
+}

@@ -1,0 +1,59 @@
+import NimbusCore
+import NimbusSystem
+
+/// The engine's in-memory view of the journal: records by path, plus each directory's
+/// children so a subtree can be found without scanning every record.
+struct SyncIndex {
+    private(set) var records: [RelativePath: PathRecord] = [:]
+    private var children: [RelativePath: Set<RelativePath>] = [:]
+
+    init(_ records: [RelativePath: PathRecord] = [:]) {
+        for (path, record) in records { self[path] = record }
+    }
+
+    var count: Int { records.count }
+
+    subscript(path: RelativePath) -> PathRecord? {
+        get { records[path] }
+        set {
+            if let newValue {
+                if records.updateValue(newValue, forKey: path) == nil { link(path) }
+            } else if records.removeValue(forKey: path) != nil {
+                unlink(path)
+            }
+        }
+    }
+
+    /// `root` (if recorded) and every recorded path below it.
+    func subtree(_ root: RelativePath) -> [RelativePath] {
+        if root.isRoot { return Array(records.keys) }
+        var result: [RelativePath] = records[root] == nil ? [] : [root]
+        var stack = [root]
+        while let dir = stack.popLast() {
+            for child in children[dir] ?? [] {
+                result.append(child)
+                stack.append(child)
+            }
+        }
+        return result
+    }
+
+    /// Moves the records of `from` and everything below it to `to`.
+    mutating func rekey(from: RelativePath, to: RelativePath) {
+        let moved = subtree(from).map { ($0, records[$0]!) }
+        for (path, _) in moved { self[path] = nil }
+        for (path, record) in moved { self[path.rebased(from: from, to: to)!] = record }
+    }
+
+    private mutating func link(_ path: RelativePath) {
+        // Parents are recorded before their children (plans create parents first), so a
+        // link to the direct parent is enough to reach every record from its ancestors.
+        children[path.parent, default: []].insert(path)
+    }
+
+    private mutating func unlink(_ path: RelativePath) {
+        let parent = path.parent
+        children[parent]?.remove(path)
+        if children[parent]?.isEmpty == true { children[parent] = nil }
+    }
+}

@@ -1,0 +1,32 @@
+import Foundation
+import NimbusSystem
+
+/// systemd's notification protocol, in our own code (DESIGN §8): datagrams to `$NOTIFY_SOCKET`.
+/// Without that variable (not started by systemd) every call does nothing.
+public final class SystemdNotifier: Sendable {
+    let path: String?
+    let socket: UnixDatagramSocket?
+    /// Half of `$WATCHDOG_USEC` in ns, when systemd wants keep-alive pings.
+    public let watchdogInterval: Int64?
+
+    public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+        path = environment["NOTIFY_SOCKET"].flatMap { $0.isEmpty ? nil : $0 }
+        socket = path == nil ? nil : try? UnixDatagramSocket()
+        watchdogInterval = environment["WATCHDOG_USEC"].flatMap(Int64.init).map { $0 * 1000 / 2 }
+    }
+
+    public func notify(_ fields: String) {
+        guard let path, let socket else { return }
+        try? socket.send(Array(fields.utf8), to: path)
+    }
+
+    public func ready(status: String) { notify("READY=1\nSTATUS=\(status)") }
+    public func status(_ text: String) { notify("STATUS=\(text)") }
+    public func watchdog() { notify("WATCHDOG=1") }
+    public func stopping() { notify("STOPPING=1") }
+
+    /// `RELOADING=1` must carry the monotonic time for `Type=notify-reload`.
+    public func reloading(monotonicMicroseconds: Int64) {
+        notify("RELOADING=1\nMONOTONIC_USEC=\(monotonicMicroseconds)")
+    }
+}

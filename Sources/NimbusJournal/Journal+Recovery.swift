@@ -1,0 +1,165 @@
+import NimbusSystem
+
+extension Journal {
+    /// Opens the journal in `directory` (created with its files when missing), hands every
+    /// record found to `replay` in order, and leaves the files clean for appending.
+    ///
+    /// Never refuses to start because of damage: it replays what is valid, drops the rest,
+    /// and says so in `recovery`. It throws only for I/O errors (and when another process
+    /// has the journal open).
+    public static func open(directory path: SystemPath, replay: (JournalRecord) -> Void) throws -> Journal {
+        let journal = Journal(directory: try JournalDirectory.open(path))
+        do {
+            try journal.directory.removeTemporaryFiles()
+            try journal.recover(replay: replay)
+            return journal
+        } catch {
+            try? journal.close()
+            throw error
+        }
+    }
+
+    /// The snapshot then the log, each replayed up to its first damaged record; then the
+    /// files are brought to a state whose replay gives exactly what was replayed now.
+    private func recover(replay: (JournalRecord) -> Void) throws {
+        var report = RecoveryReport()
+        defer { recovery = report }
+        let snapshot = try readSnapshotIfPresent()
+        let logFile = try directory.openIfPresent(JournalDirectory.logName)
+        // Closed on every path except the one that keeps appending to it.
+        var keepsLogFile = false
+        defer { if !keepsLogFile { try? logFile?.close() } }
+        let logBytes = try logFile.map { try directory.readAll($0, JournalDirectory.logName) }
+
+        guard snapshot != nil || logFile != nil else {
+            report.createdNew = true
+            try installSnapshot(generation: 1, report: &report) { _ in }
+            return
+        }
+
+        let snapshotPart = replaySnapshot(snapshot, replay: replay, report: &report)
+        let logPart = logBytes.map {
+            replayLog($0, extending: snapshotPart.generation, replay: replay, report: &report)
+        }
+
+        guard !report.snapshotDamaged, let snapshot, let snapshotGeneration = snapshotPart.generation else {
+            // Rewrite a sound snapshot from exactly the records replayed, under a generation
+            // no file here has, so a leftover log can never be taken for its extension.
+            let newGeneration = max(snapshotPart.generation ?? 0, logPart?.generation ?? 0) + 1
+            try installSnapshot(generation: newGeneration, report: &report) { writer in
+                if let snapshot { try writer.write(snapshot[snapshotPart.records]) }
+                if let logBytes, let logPart { try writer.write(logBytes[logPart.records]) }
+            }
+            return
+        }
+
+        generation = snapshotGeneration
+        snapshotSize = Int64(snapshot.count)
+        report.generation = snapshotGeneration
+        if let logFile, let logBytes, let logPart, logPart.isReplayed {
+            let validEnd = logPart.records.upperBound
+            if validEnd < logBytes.count {
+                try directory.io("truncate", JournalDirectory.logName) {
+                    try logFile.resize(to: Int64(validEnd))
+                    try logFile.sync()
+                }
+            }
+            log = logFile
+            keepsLogFile = true
+            logSize = Int64(validEnd)
+        } else {
+            // No log extends the snapshot. Only right after the journal was created (a crash
+            // before its first log existed) is a missing log expected; otherwise it was lost.
+            if logFile == nil && snapshotGeneration > 1 {
+                report.logUnreadable = true
+                report.problems.append("log: missing; any records committed since the last compaction are lost")
+            }
+            try startLog()
+        }
+    }
+
+    /// What was usable in one file: its generation when its header was sound, and the
+    /// byte range of the records that were replayed.
+    private struct ReplayedPart {
+        var generation: UInt64?
+        var records: Range<Int> = 0..<0
+        var isReplayed = false
+    }
+
+    private func readSnapshotIfPresent() throws -> [UInt8]? {
+        guard let file = try directory.openIfPresent(JournalDirectory.snapshotName) else { return nil }
+        return try file.closeAfter { try directory.readAll(file, JournalDirectory.snapshotName) }
+    }
+
+    private func replaySnapshot(_ bytes: [UInt8]?, replay: (JournalRecord) -> Void,
+                                report: inout RecoveryReport) -> ReplayedPart {
+        guard let bytes else {
+            report.snapshotDamaged = true
+            report.problems.append("snapshot: missing although a log exists")
+            return ReplayedPart()
+        }
+        let generation: UInt64
+        do {
+            generation = try FileHeader.generation(of: .snapshot, in: bytes)
+        } catch {
+            report.snapshotDamaged = true
+            report.bytesTruncated += Int64(bytes.count)
+            report.problems.append("snapshot: \(error); its \(bytes.count) bytes were dropped")
+            return ReplayedPart()
+        }
+        let scan = RecordFormat.scan(bytes, from: FileHeader.size, replay)
+        report.snapshotRecords = scan.recordCount
+        if let damage = scan.damage {
+            let dropped = bytes.count - scan.validEnd
+            report.snapshotDamaged = true
+            report.bytesTruncated += Int64(dropped)
+            report.problems.append("snapshot: \(damage) at offset \(scan.validEnd); the \(dropped) bytes from there were dropped")
+        }
+        return ReplayedPart(generation: generation, records: FileHeader.size..<scan.validEnd, isReplayed: true)
+    }
+
+    private func replayLog(_ bytes: [UInt8], extending snapshotGeneration: UInt64?,
+                           replay: (JournalRecord) -> Void, report: inout RecoveryReport) -> ReplayedPart {
+        let generation: UInt64
+        do {
+            generation = try FileHeader.generation(of: .log, in: bytes)
+        } catch {
+            report.logUnreadable = true
+            report.bytesTruncated += Int64(bytes.count)
+            report.problems.append("log: \(error); its \(bytes.count) bytes were dropped")
+            return ReplayedPart()
+        }
+        guard generation == snapshotGeneration else {
+            if let snapshotGeneration, generation < snapshotGeneration {
+                report.staleLogDiscarded = true
+            } else {
+                let dropped = bytes.count - FileHeader.size
+                let expected = snapshotGeneration.map { String($0) } ?? "unknown"
+                report.logUnreadable = true
+                report.bytesTruncated += Int64(dropped)
+                report.problems.append(
+                    "log: generation \(generation) does not extend the snapshot (generation \(expected)); its \(dropped) record bytes were dropped")
+            }
+            return ReplayedPart(generation: generation)
+        }
+        let scan = RecordFormat.scan(bytes, from: FileHeader.size, replay)
+        report.logRecords = scan.recordCount
+        if let damage = scan.damage {
+            let dropped = bytes.count - scan.validEnd
+            report.logDamage = damage
+            report.bytesTruncated += Int64(dropped)
+            report.problems.append("log: \(damage) at offset \(scan.validEnd); the \(dropped) bytes from there were dropped")
+        }
+        return ReplayedPart(generation: generation, records: FileHeader.size..<scan.validEnd, isReplayed: true)
+    }
+
+    /// Writes and installs a snapshot of `generation`, then starts its empty log.
+    private func installSnapshot(generation: UInt64, report: inout RecoveryReport,
+                                 _ writeRecords: (inout ChunkedFileWriter) throws -> Void) throws {
+        snapshotSize = try writeTemporarySnapshot(generation: generation, writeRecords)
+        try directory.installTemporary(for: JournalDirectory.snapshotName)
+        self.generation = generation
+        report.generation = generation
+        try startLog()
+    }
+}

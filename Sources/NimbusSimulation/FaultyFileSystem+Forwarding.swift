@@ -1,0 +1,97 @@
+import NimbusSystem
+
+// Each operation: checked against the plan, then forwarded to the base.
+extension FaultyFileSystem {
+    public func metadata(of path: RelativePath) throws -> FileMetadata? {
+        try perform(.metadata, [path]) { try base.metadata(of: path) }
+    }
+
+    public func scan(_ directory: RelativePath, descend: (RelativePath) -> Bool) throws -> ScanResult {
+        try perform(.scan, [directory]) { try base.scan(directory, descend: descend) }
+    }
+
+    public func contentHash(of path: RelativePath) throws -> ContentHash {
+        try perform(.contentHash, [path]) { try base.contentHash(of: path) }
+    }
+
+    public func readFile(_ path: RelativePath, limit: Int) throws -> [UInt8] {
+        try perform(.readFile, [path]) { try base.readFile(path, limit: limit) }
+    }
+
+    public func writeFile(_ path: RelativePath, contents: [UInt8], mode: UInt32) throws {
+        try perform(.writeFile, [path]) { try base.writeFile(path, contents: contents, mode: mode) }
+    }
+
+    public func makeDirectory(_ path: RelativePath, mode: UInt32) throws {
+        try perform(.makeDirectory, [path]) { try base.makeDirectory(path, mode: mode) }
+    }
+
+    public func makeSymlink(_ path: RelativePath, target: [UInt8]) throws {
+        try perform(.makeSymlink, [path]) { try base.makeSymlink(path, target: target) }
+    }
+
+    public func rename(_ from: RelativePath, to: RelativePath, replacing: Bool) throws {
+        try perform(.rename, [from, to]) { try base.rename(from, to: to, replacing: replacing) }
+    }
+
+    public func removeFile(_ path: RelativePath) throws {
+        try perform(.removeFile, [path]) { try base.removeFile(path) }
+    }
+
+    public func removeDirectory(_ path: RelativePath) throws {
+        try perform(.removeDirectory, [path]) { try base.removeDirectory(path) }
+    }
+
+    public func setAttributes(_ path: RelativePath, mode: UInt32?, mtime: Int64?) throws {
+        try perform(.setAttributes, [path]) { try base.setAttributes(path, mode: mode, mtime: mtime) }
+    }
+
+    /// Consults both plans: this side's for `.prepareCopy`, the source side's for
+    /// `.copySource` (so a fault or crash planned on the source side reaches the copy), then
+    /// hands the two bases to the base's copy.
+    public func prepareCopy(of source: RelativePath, from sourceSystem: FaultyFileSystem<Base>,
+                            expected: FileMetadata, durable: Bool,
+                            progress: (Int64) -> Void) throws -> PreparedCopy {
+        try perform(.prepareCopy, [source]) {
+            try sourceSystem.perform(.copySource, [source]) {
+                try base.prepareCopy(of: source, from: sourceSystem.base, expected: expected, durable: durable,
+                                     progress: progress)
+            }
+        }
+    }
+
+    public func install(_ copy: PreparedCopy, at destination: RelativePath, replacing: FileMetadata?,
+                        displacedTo: RelativePath?, durable: Bool) throws -> FileMetadata {
+        try perform(.install, [destination, copy.temporary]) {
+            try base.install(copy, at: destination, replacing: replacing, displacedTo: displacedTo, durable: durable)
+        }
+    }
+
+    public func discard(_ copy: PreparedCopy) {
+        _ = try? perform(.discard, [copy.temporary]) { base.discard(copy) }
+    }
+
+    public func synchronize() throws {
+        try perform(.synchronize, []) { try base.synchronize() }
+    }
+
+    public func removeTemporaryFiles() throws -> Int {
+        try perform(.removeTemporaryFiles, []) { try base.removeTemporaryFiles() }
+    }
+
+    public func spaceInfo() throws -> (available: Int64, total: Int64) {
+        try perform(.spaceInfo, []) { try base.spaceInfo() }
+    }
+
+    public func extendedAttribute(_ name: String, of path: RelativePath) throws -> [UInt8]? {
+        try perform(.extendedAttribute, [path]) { try base.extendedAttribute(name, of: path) }
+    }
+
+    public func setExtendedAttribute(_ name: String, of path: RelativePath, to value: [UInt8]) throws {
+        try perform(.setExtendedAttribute, [path]) { try base.setExtendedAttribute(name, of: path, to: value) }
+    }
+
+    public func removeExtendedAttribute(_ name: String, of path: RelativePath) throws {
+        try perform(.removeExtendedAttribute, [path]) { try base.removeExtendedAttribute(name, of: path) }
+    }
+}

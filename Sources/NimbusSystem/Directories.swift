@@ -1,0 +1,22 @@
+import Glibc
+
+/// `mkdir -p`: creates `path` and any missing parents with `permissions`.
+/// Succeeds when the directory already exists. The corresponding C function is `mkdir`.
+public func makeDirectories(_ path: SystemPath, permissions: UInt32 = 0o755) throws {
+    if path.bytes.isEmpty || path.bytes == [UInt8(ascii: "/")] { return }
+    do {
+        try FileDescriptor(rawValue: AT_FDCWD).makeDirectory(path, permissions: permissions)
+    } catch let error as Errno where error == .noSuchFile {
+        try makeDirectories(path.parent, permissions: permissions)
+        try makeDirectories(path, permissions: permissions)
+    } catch let error as Errno where error == .fileExists {
+        guard try FileDescriptor(rawValue: AT_FDCWD).metadataFollowingLinks(of: path).kind == .directory else { throw error }
+    }
+}
+
+extension FileDescriptor {
+    /// stat(2) of `path`, following symlinks (for roots a user may have symlinked).
+    public func metadataFollowingLinks(of path: SystemPath) throws -> FileMetadata {
+        FileMetadata(try Sys.fstatat(rawValue, path, 0))
+    }
+}

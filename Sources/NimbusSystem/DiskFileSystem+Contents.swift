@@ -1,0 +1,170 @@
+import Glibc
+
+// File contents: reading, hashing, atomic writes and copies, extended attributes.
+
+extension DiskFileSystem {
+    /// xxHash64 of the content, read through a 1 MiB buffer. Throws `CopyError.sourceChanged`
+    /// when the file is written to while it is read (the hash would match no version of it),
+    /// `CopyError.notAFile` when it is not a regular file.
+    public func contentHash(of path: RelativePath) throws -> ContentHash {
+        try withRegularFile(path) { file, before in
+            try? Sys.fadvise(file.rawValue, POSIX_FADV_SEQUENTIAL)  // Advice only.
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 4096)
+            defer { buffer.deallocate() }
+            var hasher = XXHash64()
+            var size: Int64 = 0
+            while true {
+                let count = try attributing("read", path.shown) { try file.read(into: buffer) }
+                if count == 0 { break }
+                hasher.update(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+                size += Int64(count)
+            }
+            let after = try attributing("fstat", path.shown) { try Sys.fstat(file.rawValue) }
+            guard after.isUnchanged(since: before) else { throw CopyError.sourceChanged(path) }
+            return ContentHash(value: hasher.finalize(), size: size)
+        }
+    }
+
+    /// The whole file; `EFBIG` when it is larger than `limit`.
+    public func readFile(_ path: RelativePath, limit: Int) throws -> [UInt8] {
+        try withRegularFile(path) { file, status in
+            guard status.st_size <= limit else { throw Errno.fileTooLarge.at("read", path.shown) }
+            // One byte more than the fstat said, to notice a file that grew since.
+            var contents = [UInt8](repeating: 0, count: Int(status.st_size) + 1)
+            var count = 0
+            while true {
+                if count == contents.count {
+                    contents += repeatElement(0, count: min(contents.count, limit - count + 1))
+                }
+                let read = try attributing("read", path.shown) {
+                    try contents.withUnsafeMutableBytes {
+                        try file.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[count...]))
+                    }
+                }
+                if read == 0 { break }
+                count += read
+                guard count <= limit else { throw Errno.fileTooLarge.at("read", path.shown) }
+            }
+            contents.removeSubrange(count...)
+            return contents
+        }
+    }
+
+    /// Writes a new file beside `path` (or in the temporary directory), syncs it, renames it
+    /// over `path` and syncs the directory: readers see the old content or the new, whole.
+    public func writeFile(_ path: RelativePath, contents: [UInt8], mode: UInt32) throws {
+        try withRoot { root in
+            let directory = try temporaryDirectory(near: path, in: root)
+            let temporary = try attributing("create", directory.shown) {
+                try TemporaryFile.create(beneath: root, in: directory)
+            }
+            do {
+                try attributing("write", temporary.path.shown) {
+                    try temporary.descriptor.writeAll(contents)
+                    try temporary.descriptor.setPermissions(mode)
+                    try temporary.descriptor.sync()
+                }
+            } catch {
+                temporary.abandon(beneath: root)
+                throw error
+            }
+            do {
+                try attributing("close", temporary.path.shown) { try temporary.descriptor.close() }
+                try attributing("rename", path.shown) {
+                    try root.withParent(of: temporary.path) { fromDirectory, fromName in
+                        try root.withParent(of: path) { toDirectory, toName in
+                            try fromDirectory.rename(fromName, to: toName, in: toDirectory, mode: .replace)
+                        }
+                    }
+                }
+            } catch {
+                temporary.remove(beneath: root)
+                throw error
+            }
+            try attributing("fsync", path.parent.shown) { try root.syncDirectory(path.parent) }
+        }
+    }
+
+    public func prepareCopy(of source: RelativePath, from sourceSystem: DiskFileSystem, expected: FileMetadata,
+                            durable: Bool, progress: (Int64) -> Void) throws -> PreparedCopy {
+        try sourceSystem.withRoot { sourceRoot in
+            try withRoot { root in
+                // The protocol does not say where the copy will go; the engine installs it at the
+                // same path as the source, so its directory here is the best guess for "next to it".
+                let directory = try temporaryDirectory(near: source, in: root)
+                return try Copier(sourceRoot: sourceRoot, destinationRoot: root)
+                    .prepare(source, expected: expected, into: directory, durable: durable, progress: progress)
+            }
+        }
+    }
+
+    public func install(_ copy: PreparedCopy, at destination: RelativePath, replacing: FileMetadata?,
+                        displacedTo: RelativePath?, durable: Bool) throws -> FileMetadata {
+        try withRoot { root in
+            try Installer(root: root).install(copy, at: destination, replacing: replacing,
+                                              displacedTo: displacedTo, durable: durable)
+        }
+    }
+
+    public func discard(_ copy: PreparedCopy) {
+        try? withRoot { root in Installer(root: root).discard(copy) }
+    }
+
+    /// Only the `user.` namespace: the others belong to the system (ACLs, capabilities,
+    /// SELinux labels) and are not Nimbus's to read or change.
+    public func extendedAttribute(_ name: String, of path: RelativePath) throws -> [UInt8]? {
+        try userNamespace(name, "getxattr", path)
+        return try inParent(of: path, "getxattr") { directory, entry in
+            try directory.extendedAttribute(name, of: entry)
+        }
+    }
+
+    public func setExtendedAttribute(_ name: String, of path: RelativePath, to value: [UInt8]) throws {
+        try userNamespace(name, "setxattr", path)
+        try inParent(of: path, "setxattr") { directory, entry in
+            try directory.setExtendedAttribute(name, of: entry, to: value)
+        }
+    }
+
+    public func removeExtendedAttribute(_ name: String, of path: RelativePath) throws {
+        try userNamespace(name, "removexattr", path)
+        try inParent(of: path, "removexattr") { directory, entry in
+            try directory.removeExtendedAttribute(name, of: entry)
+        }
+    }
+
+    private func userNamespace(_ name: String, _ operation: String, _ path: RelativePath) throws {
+        guard name.utf8.starts(with: "user.".utf8) else {
+            throw Errno.notSupported.at(operation, "\(path.shown) \(name)")
+        }
+    }
+
+    /// Opens `path` for reading if it is a regular file and runs `body` with it and its fstat.
+    private func withRegularFile<R>(_ path: RelativePath, _ body: (FileDescriptor, stat) throws -> R) throws -> R {
+        try withRoot { root in
+            // O_NONBLOCK: a FIFO must not hang the open; regular files ignore the flag.
+            let file = try attributing("open", path.shown) {
+                try FileDescriptor.open(beneath: root, path, [.noFollow, .nonBlocking])
+            }
+            return try file.closeAfter {
+                let status = try attributing("fstat", path.shown) { try Sys.fstat(file.rawValue) }
+                guard status.st_mode & S_IFMT == S_IFREG else { throw CopyError.notAFile(path) }
+                return try body(file, status)
+            }
+        }
+    }
+
+    /// Where temporary files for `path` go: the configured directory (created when missing),
+    /// else `path`'s directory when it exists here, else the root.
+    private func temporaryDirectory(near path: RelativePath, in root: FileDescriptor) throws -> RelativePath {
+        if let temporaryDirectory {
+            try attributing("mkdir", temporaryDirectory.shown) { try root.makeDirectories(temporaryDirectory) }
+            return temporaryDirectory
+        }
+        let parent = path.parent
+        guard (try? FileDescriptor.open(beneath: root, parent, [.pathOnly, .directory]).close()) != nil else {
+            return .root
+        }
+        return parent
+    }
+}

@@ -1,0 +1,143 @@
+import Glibc
+
+/// The real `FileSystem`: a directory tree on a local disk or a network mount.
+///
+/// Every operation resolves its path with `openat2` beneath the root directory, refusing
+/// symlinks anywhere on the way, and acts on the final name with an *at call; so no path can
+/// leave the root or pass through a symlink (one on the way fails with `ELOOP`). Errors are
+/// `SystemError`s naming the operation and the path relative to the root ("." for the root).
+///
+/// The root directory is opened on first use and kept open; `checkRoot()` re-opens it when
+/// the root path has come to name another directory (see `RootDirectory`).
+///
+/// Temporary files (copies in flight, `writeFile`) go to `temporaryDirectory` when one is
+/// given (the cloud root uses `.nimbus/tmp`, created on demand), else next to their file.
+public final class DiskFileSystem: FileSystem {
+    public let root: SystemPath
+    public let temporaryDirectory: RelativePath?
+    private let rootDirectory: RootDirectory
+
+    public init(root: SystemPath, temporaryDirectory: RelativePath? = nil) {
+        self.root = root
+        self.temporaryDirectory = temporaryDirectory
+        self.rootDirectory = RootDirectory(path: root)
+    }
+
+    /// stat(2) of the root path. When it now names another directory than the one in use (a
+    /// filesystem unmounted from under it, a folder deleted and created again), the next
+    /// operations use the new one; call it before each batch.
+    public func checkRoot() throws -> FileMetadata { try rootDirectory.check() }
+
+    /// Runs `body` with the root directory's descriptor, kept open until `body` returns.
+    func withRoot<R>(_ body: (FileDescriptor) throws -> R) throws -> R {
+        try rootDirectory.withDescriptor(body)
+    }
+
+    /// Runs `body` with the directory holding `path` and its last component; a failure
+    /// becomes a `SystemError` naming `operation` and `path`.
+    func inParent<R>(of path: RelativePath, _ operation: String,
+                     _ body: (FileDescriptor, SystemPath) throws -> R) throws -> R {
+        try withRoot { root in
+            try attributing(operation, path.shown) { try root.withParent(of: path, body) }
+        }
+    }
+
+    public func metadata(of path: RelativePath) throws -> FileMetadata? {
+        do {
+            return try withRoot { root in
+                try root.withParent(of: path) { directory, name in
+                    var metadata = try directory.metadata(of: name)
+                    if metadata.kind == .symlink { metadata.symlinkTarget = try directory.readSymlink(name) }
+                    return metadata
+                }
+            }
+        } catch let error as Errno where error == .noSuchFile || error == .notDirectory {
+            return nil  // Not there, or a file where a directory on the way was expected.
+        } catch let error as Errno {
+            throw error.at("lstat", path.shown)
+        }
+    }
+
+    public func scan(_ directory: RelativePath, descend: (RelativePath) -> Bool) throws -> ScanResult {
+        try withRoot { root in try Scanner(root: root).scan(directory, descend: descend) }
+    }
+
+    public func makeDirectory(_ path: RelativePath, mode: UInt32) throws {
+        try inParent(of: path, "mkdir") { directory, name in
+            try directory.makeDirectory(name, permissions: mode)
+            // mkdir(2) applies the umask; the mode must be the one asked for.
+            try Sys.fchmodat(directory.rawValue, name, mode_t(mode), flags: AT_SYMLINK_NOFOLLOW)
+        }
+    }
+
+    public func makeSymlink(_ path: RelativePath, target: [UInt8]) throws {
+        try inParent(of: path, "symlink") { directory, name in try directory.makeSymlink(name, target: target) }
+    }
+
+    public func rename(_ from: RelativePath, to: RelativePath, replacing: Bool) throws {
+        try withRoot { root in
+            try attributing("rename", "\(from.shown) -> \(to.shown)") {
+                try root.withParent(of: from) { fromDirectory, fromName in
+                    try root.withParent(of: to) { toDirectory, toName in
+                        if replacing {
+                            try fromDirectory.rename(fromName, to: toName, in: toDirectory, mode: .replace)
+                        } else {
+                            try fromDirectory.renameNoReplace(fromName, to: toName, in: toDirectory)
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    public func removeFile(_ path: RelativePath) throws {
+        try inParent(of: path, "unlink") { directory, name in try directory.removeFile(name) }
+    }
+
+    public func removeDirectory(_ path: RelativePath) throws {
+        try inParent(of: path, "rmdir") { directory, name in try directory.removeDirectory(name) }
+    }
+
+    /// Sets the mode and/or the mtime (nanoseconds) without following a final symlink. Linux
+    /// symlinks have no mode of their own, so a mode given for one is ignored.
+    public func setAttributes(_ path: RelativePath, mode: UInt32?, mtime: Int64?) throws {
+        try inParent(of: path, "setattr") { directory, name in
+            if let mode {
+                do {
+                    try Sys.fchmodat(directory.rawValue, name, mode_t(mode), flags: AT_SYMLINK_NOFOLLOW)
+                } catch let error as Errno where error == .notSupported {
+                    if try directory.metadata(of: name).kind != .symlink { throw error }
+                }
+            }
+            if let mtime { try directory.setModificationTime(of: name, mtime) }
+        }
+    }
+
+    public func synchronize() throws {
+        try withRoot { root in try attributing("syncfs", ".") { try root.syncFileSystem() } }
+    }
+
+    public func spaceInfo() throws -> (available: Int64, total: Int64) {
+        try withRoot { root in try attributing("statvfs", ".") { try root.spaceInfo() } }
+    }
+
+    /// Removes every file or symlink whose name starts with `TemporaryName.prefix`, anywhere in
+    /// the tree. Meant for startup: a copy in flight at the same time would lose its file.
+    public func removeTemporaryFiles() throws -> Int {
+        try withRoot { root in
+            var removed = 0
+            for (path, metadata) in try Scanner(root: root).scan(.root, descend: { _ in true }).entries
+            where metadata.kind != .directory && TemporaryName.isTemporary(path.name) {
+                do {
+                    try attributing("unlink", path.shown) {
+                        try root.withParent(of: path) { directory, name in try directory.removeFile(name) }
+                    }
+                    removed += 1
+                } catch let error as SystemError where error.errno == .noSuchFile {
+                    continue  // Gone meanwhile.
+                }
+            }
+            return removed
+        }
+    }
+}

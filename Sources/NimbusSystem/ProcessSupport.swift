@@ -1,0 +1,42 @@
+import Dispatch
+import Glibc
+
+/// Small facts and services about the running process, so executables need not import Glibc.
+public enum ProcessSupport {
+    /// The real user id. The corresponding C function is `getuid`.
+    public static var userID: UInt32 { getuid() }
+
+    /// The whole content of `path`, or nil when it does not exist.
+    public static func readFileIfExists(_ path: String, limit: Int = 1 << 20) throws -> [UInt8]? {
+        let fd: FileDescriptor
+        do {
+            fd = try FileDescriptor.open(SystemPath(path))
+        } catch let error as Errno where error == .noSuchFile {
+            return nil
+        } catch let error as Errno {
+            throw error.at("open", path)
+        }
+        return try fd.closeAfter {
+            let bytes = try fd.readAll()
+            guard bytes.count <= limit else { throw Errno(rawValue: EFBIG).at("read", path) }
+            return bytes
+        }
+    }
+
+    /// Delivers `signals` to `handler` on `queue` instead of their default action.
+    /// Keep the returned sources alive for as long as the handling should last.
+    public static func handleSignals(_ signals: [Int32], on queue: DispatchQueue,
+                                     _ handler: @escaping @Sendable (Int32) -> Void) -> [any DispatchSourceSignal] {
+        signals.map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+            source.setEventHandler { handler(number) }
+            source.resume()
+            return source
+        }
+    }
+
+    public static let terminate = SIGTERM
+    public static let interrupt = SIGINT
+    public static let hangUp = SIGHUP
+}

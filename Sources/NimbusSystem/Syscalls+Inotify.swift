@@ -1,0 +1,60 @@
+import Glibc
+
+// The seam for watching: inotify, poll(2) and directory streams. Like Syscalls.swift, each
+// function is one libc call that retries EINTR and throws `Errno`.
+
+extension Sys {
+    /// Creates an inotify instance that is close-on-exec and non-blocking: the watcher waits in
+    /// `poll` (so it can also be woken), and a read finds the queue empty instead of blocking.
+    /// The corresponding C function is `inotify_init1`.
+    static func inotifyInit() throws -> Int32 {
+        try retrying { inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK)) }
+    }
+
+    /// Adds a watch for `path` (or changes the mask of the watch its inode already has) and
+    /// returns the watch descriptor. The corresponding C function is `inotify_add_watch`.
+    static func inotifyAddWatch(_ fd: Int32, _ path: SystemPath, _ mask: UInt32) throws -> Int32 {
+        try withCPath(path) { p in try retrying { inotify_add_watch(fd, p, mask) } }
+    }
+
+    /// Removes a watch; the kernel then queues `IN_IGNORED` for it.
+    /// The corresponding C function is `inotify_rm_watch`.
+    static func inotifyRemoveWatch(_ fd: Int32, _ watch: Int32) throws {
+        _ = try retrying { inotify_rm_watch(fd, watch) }
+    }
+
+    /// Waits until one of `fds` is ready or `timeout` milliseconds have passed (-1: no limit).
+    /// Returns how many descriptors are ready. After `EINTR` the wait restarts with the whole
+    /// timeout. The corresponding C function is `poll`.
+    static func poll(_ fds: inout [pollfd], _ timeout: Int32) throws -> Int32 {
+        try fds.withUnsafeMutableBufferPointer { buffer in
+            try retrying { Glibc.poll(buffer.baseAddress, nfds_t(buffer.count), timeout) }
+        }
+    }
+
+    /// Turns an open directory descriptor into a stream for `readDirectoryEntry`; the stream
+    /// owns the descriptor from then on. The corresponding C function is `fdopendir`.
+    static func openDirectoryStream(_ fd: Int32) throws -> OpaquePointer {
+        guard let stream = fdopendir(fd) else { throw Errno.current }
+        return stream
+    }
+
+    /// The next entry's name (raw bytes, "." and ".." included) and `d_type`, or nil at the
+    /// end. The corresponding C function is `readdir`.
+    static func readDirectoryEntry(_ stream: OpaquePointer) throws -> (name: [UInt8], type: UInt8)? {
+        errno = 0  // readdir returns NULL both at the end and on error; only errno tells them apart.
+        guard let entry = readdir(stream) else {
+            if errno != 0 { throw Errno.current }
+            return nil
+        }
+        let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
+        let name = UnsafeRawPointer(entry).advanced(by: nameOffset).assumingMemoryBound(to: CChar.self)
+        let bytes = UnsafeRawBufferPointer(start: name, count: strlen(name))
+        return (Array(bytes), entry.pointee.d_type)
+    }
+
+    /// Closes a directory stream and its descriptor. The corresponding C function is `closedir`.
+    static func closeDirectoryStream(_ stream: OpaquePointer) throws {
+        try check(closedir(stream))
+    }
+}

@@ -1,0 +1,152 @@
+import Glibc
+import Synchronization
+
+/// Watches a directory tree with inotify: the root and every directory below it get a watch,
+/// directories that appear later are watched as they appear, and events come back in batches
+/// with paths relative to the root (DESIGN §4, §5, §8).
+///
+/// Symlinks are never followed and Nimbus's temporary files (`TemporaryName`) are never
+/// reported. Events are hints: after `overflow` or `watchLimitReached` the caller scans.
+///
+/// One thread consumes events with `next(timeout:)`; any thread may call `wake()` or `close()`
+/// meanwhile. (Calls to `next` from several threads are safe too, but take turns.)
+public final class TreeWatcher: Sendable {
+    public struct Options: Sendable {
+        /// Report `opened` when a file is opened (`IN_OPEN`), for hydrate-on-open of
+        /// placeholders (DESIGN §5). Off by default: every read of every file is an event.
+        public var reportsOpens: Bool
+        /// Directories that are neither watched nor reported, with everything below them
+        /// (the cloud's `.nimbus` folder, ignored directories). Asked about directories only.
+        public var exclude: @Sendable (RelativePath) -> Bool
+
+        public init(reportsOpens: Bool = false, exclude: @escaping @Sendable (RelativePath) -> Bool = { _ in false }) {
+            self.reportsOpens = reportsOpens
+            self.exclude = exclude
+        }
+    }
+
+    public let root: SystemPath
+    /// nil once closed. Held by `next` for its whole wait.
+    private let tree: Mutex<WatchedTree?>
+    private let wakeSignal: WakeSignal
+    /// Copied from the tree after each change, so that reading it never waits for `next`.
+    private let watchCount: Atomic<Int>
+
+    /// Watches `root` and every directory below it. Directories that could not be watched
+    /// for lack of inotify watches are reported by the first `next` as `watchLimitReached`;
+    /// when not even the root can be watched this throws `WatchLimitReached`.
+    public init(root: SystemPath, options: Options = Options()) throws {
+        let watched = try WatchedTree(root: root, options: options)
+        do {
+            wakeSignal = try WakeSignal()
+        } catch {
+            watched.close()
+            throw error
+        }
+        self.root = root
+        watchCount = Atomic(watched.directories.count)
+        tree = Mutex(watched)
+    }
+
+    deinit { close() }
+
+    /// Waits until something happens below the root and returns what happened, in order.
+    /// Returns an empty batch when `timeout` passes first (nil waits without limit) or when
+    /// `wake()` is called. The wait is a `poll(2)`: no CPU is used while nothing happens.
+    /// Throws after `close()`; after any other error some events may be lost, as after
+    /// `overflow`, so the caller rescans.
+    public func next(timeout: Duration? = nil) throws -> [WatchEvent] {
+        let deadline = timeout.map { ContinuousClock.now.advanced(by: $0) }
+        return try tree.withLock { tree in
+            guard var watched = tree.take() else { throw Errno.badFileDescriptor.at("watch", root) }
+            defer {
+                watchCount.store(watched.directories.count, ordering: .relaxed)
+                tree = watched
+            }
+            if let limit = watched.takeLimitReached() { return [limit] }
+            while true {
+                let ready = try wait(for: watched.inotify.descriptor, until: deadline)
+                let events = ready.events ? try watched.readEvents() : []
+                if ready.woken { wakeSignal.acknowledge() }
+                if !events.isEmpty || ready.woken || !ready.events { return events }
+            }
+        }
+    }
+
+    /// Makes a blocked `next` return an empty batch now (or the next call, when none is
+    /// blocked), for instance to stop the thread that waits. Callable from any thread.
+    public func wake() { wakeSignal.wake() }
+
+    /// Releases the inotify instance and all its watches. A `next` blocked meanwhile returns
+    /// first; later calls throw. Callable from any thread, any number of times.
+    public func close() {
+        wakeSignal.wake()
+        tree.withLock { tree in tree.take()?.close() }
+        watchCount.store(0, ordering: .relaxed)
+        wakeSignal.close()
+    }
+
+    /// How many directories have a watch, as of the last `next`. Never waits.
+    public var watchedDirectoryCount: Int { watchCount.load(ordering: .relaxed) }
+
+    private func wait(for inotify: FileDescriptor,
+                      until deadline: ContinuousClock.Instant?) throws -> (events: Bool, woken: Bool) {
+        var fds = [pollfd(fd: inotify.rawValue, events: Int16(POLLIN), revents: 0),
+                   pollfd(fd: wakeSignal.readEnd.rawValue, events: Int16(POLLIN), revents: 0)]
+        do {
+            _ = try Sys.poll(&fds, Self.milliseconds(until: deadline))
+        } catch let errno as Errno {
+            throw errno.at("poll", root)
+        }
+        return (fds[0].revents != 0, fds[1].revents != 0)
+    }
+
+    /// poll's timeout: -1 for none, rounded up so the deadline has passed when poll returns.
+    private static func milliseconds(until deadline: ContinuousClock.Instant?) -> Int32 {
+        guard let deadline else { return -1 }
+        let (seconds, attoseconds) = ContinuousClock.now.duration(to: deadline).components
+        if seconds < 0 || (seconds == 0 && attoseconds <= 0) { return 0 }
+        let milliseconds = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
+        return Int32(clamping: milliseconds)
+    }
+}
+
+/// Wakes a thread blocked in `poll`: a pipe that holds at most one byte, so that `wake()`
+/// never blocks on a full pipe however often it is called.
+private final class WakeSignal: Sendable {
+    let readEnd: FileDescriptor
+    private let writeEnd: FileDescriptor
+    private let state = Mutex((pending: false, closed: false))
+
+    init() throws {
+        let (read, write) = try Sys.pipe()
+        readEnd = FileDescriptor(rawValue: read)
+        writeEnd = FileDescriptor(rawValue: write)
+    }
+
+    func wake() {
+        state.withLock { state in
+            guard !state.closed, !state.pending else { return }
+            state.pending = (try? writeEnd.writeAll([1])) != nil
+        }
+    }
+
+    /// Empties the pipe after `poll` saw it readable.
+    func acknowledge() {
+        state.withLock { state in
+            guard state.pending else { return }
+            var byte: UInt8 = 0
+            _ = try? withUnsafeMutableBytes(of: &byte) { try readEnd.read(into: $0) }
+            state.pending = false
+        }
+    }
+
+    func close() {
+        state.withLock { state in
+            guard !state.closed else { return }
+            state.closed = true
+            try? readEnd.close()
+            try? writeEnd.close()
+        }
+    }
+}

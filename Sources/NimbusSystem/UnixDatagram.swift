@@ -1,0 +1,65 @@
+import Glibc
+
+/// A Unix datagram socket: the transport of systemd's notification protocol (sd_notify).
+public struct UnixDatagramSocket: Sendable {
+    public let descriptor: FileDescriptor
+
+    /// An unbound socket for sending. The corresponding C function is `socket`.
+    public init() throws {
+        descriptor = FileDescriptor(rawValue: try retrying {
+            Glibc.socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        })
+    }
+
+    /// A socket bound to `path` (a leading "@" means the abstract namespace), for receiving.
+    public static func bound(to path: String) throws -> UnixDatagramSocket {
+        let socket = try UnixDatagramSocket()
+        do {
+            try withSocketAddress(path) { address, length in
+                _ = try retrying { Glibc.bind(socket.descriptor.rawValue, address, length) }
+            }
+        } catch {
+            try? socket.descriptor.close()
+            throw error
+        }
+        return socket
+    }
+
+    /// Sends one datagram to `path` ("@name" for an abstract socket). The C function is `sendto`.
+    public func send(_ bytes: [UInt8], to path: String) throws {
+        try withSocketAddress(path) { address, length in
+            _ = try bytes.withUnsafeBytes { buffer in
+                try retrying { Glibc.sendto(descriptor.rawValue, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL), address, length) }
+            }
+        }
+    }
+
+    /// Waits up to `timeoutMilliseconds` (-1: for ever) for a datagram; nil on timeout.
+    public func receive(timeoutMilliseconds: Int32) throws -> [UInt8]? {
+        var poller = [pollfd(fd: descriptor.rawValue, events: Int16(POLLIN), revents: 0)]
+        if try retrying({ Glibc.poll(&poller, 1, timeoutMilliseconds) }) == 0 { return nil }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = try buffer.withUnsafeMutableBytes { b in try retrying { Glibc.recv(descriptor.rawValue, b.baseAddress, b.count, 0) } }
+        return Array(buffer[..<count])
+    }
+
+    public func close() { try? descriptor.close() }
+}
+
+/// Builds a `sockaddr_un` for `path`; "@name" is the abstract namespace (leading NUL).
+func withSocketAddress<R>(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) throws -> R) throws -> R {
+    var bytes = Array(path.utf8)
+    let abstract = bytes.first == UInt8(ascii: "@")
+    if abstract { bytes[0] = 0 }
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    let capacity = MemoryLayout.size(ofValue: address.sun_path)
+    guard bytes.count < capacity else { throw Errno.nameTooLong }
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+        for (index, byte) in bytes.enumerated() { raw[index] = byte }
+    }
+    let length = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count + (abstract ? 0 : 1))
+    return try withUnsafePointer(to: &address) { pointer in
+        try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { try body($0, length) }
+    }
+}

@@ -1,0 +1,45 @@
+import Testing
+import NimbusSystem
+@testable import NimbusCore
+
+@Suite struct EventBatcherTests {
+    let a = try! RelativePath(validating: "a"), b = try! RelativePath(validating: "b")
+
+    @Test func settledPathsAreReadyAtOnce() {
+        var batcher = EventBatcher(quietPeriod: 100)
+        batcher.add(.settled(a), now: 0)
+        #expect(batcher.nextDeadline == 0)
+        #expect(batcher.take(now: 0) == .paths([a]))
+        #expect(batcher.take(now: 0) == nil)
+        #expect(batcher.isIdle)
+    }
+
+    @Test func aFileBeingWrittenWaitsForQuietOrClose() {
+        var batcher = EventBatcher(quietPeriod: 100)
+        batcher.add(.writing(a), now: 0)
+        batcher.add(.writing(b), now: 0)
+        #expect(batcher.take(now: 50) == nil)
+        batcher.add(.writing(a), now: 60)        // still being written: the wait restarts
+        #expect(batcher.nextDeadline == 100)
+        #expect(batcher.take(now: 100) == .paths([b]))
+        #expect(batcher.take(now: 159) == nil)
+        #expect(batcher.take(now: 160) == .paths([a]))
+    }
+
+    @Test func closingAFileEndsTheWait() {
+        var batcher = EventBatcher(quietPeriod: 100)
+        batcher.add(.writing(a), now: 0)
+        batcher.add(.settled(a), now: 1)
+        #expect(batcher.take(now: 1) == .paths([a]))
+        #expect(batcher.nextDeadline == nil)
+    }
+
+    @Test func lostEventsAndFloodsBecomeAFullRescan() {
+        var batcher = EventBatcher(quietPeriod: 100, maximumPending: 2)
+        batcher.add(.rescanAll, now: 0)
+        #expect(batcher.take(now: 0) == .everything)
+        for name in ["x", "y", "z"] { batcher.add(.settled(try! RelativePath(validating: name)), now: 0) }
+        #expect(batcher.take(now: 0) == .everything)
+        #expect(batcher.isIdle)
+    }
+}

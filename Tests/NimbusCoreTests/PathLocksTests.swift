@@ -1,0 +1,286 @@
+import Testing
+import Synchronization
+import NimbusSystem
+@testable import NimbusCore
+
+fileprivate func rp(_ s: String) -> RelativePath { try! RelativePath(validating: s) }
+
+fileprivate struct Boom: Error {}
+
+/// A value that escaping closures in several tasks can update.
+fileprivate final class Shared<Value: Sendable>: Sendable {
+    private let mutex: Mutex<Value>
+    init(_ value: Value) { mutex = Mutex(value) }
+    func update<R: Sendable>(_ change: (inout Value) -> R) -> R { mutex.withLock { change(&$0) } }
+    var value: Value { mutex.withLock { $0 } }
+}
+
+/// Where an operation under test waits until the test lets it go on.
+fileprivate final class Gate: Sendable {
+    private let state = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func wait() async {
+        await withCheckedContinuation { continuation in
+            let passNow = state.withLock { state in
+                if !state.open { state.waiters.append(continuation) }
+                return state.open
+            }
+            if passNow { continuation.resume() }
+        }
+    }
+
+    func open() {
+        let waiters = state.withLock { state in
+            state.open = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+}
+
+/// Yields until `condition` holds: the tests wait on state the code under test exposes,
+/// never on time.
+fileprivate func eventually(_ what: String, _ condition: () -> Bool) async {
+    for _ in 0..<1_000_000 {
+        if condition() { return }
+        await Task.yield()
+    }
+    Issue.record("never happened: \(what)")
+}
+
+@Suite(.timeLimit(.minutes(1))) struct PathLocksTests {
+    @Test func grantsInArrivalOrderAcrossTasks() async throws {
+        let locks = PathLocks()
+        let order = Shared<[Int]>([])
+        let first = try #require(locks.tryLock(rp("a"), .exclusive))
+        var tasks: [Task<Void, any Error>] = []
+        for n in 0..<50 {
+            // All on one chain of paths, so each waits for the one before it.
+            let path = rp(["a", "a/x", "."][n % 3])
+            tasks.append(Task { try await locks.withLock(path, .exclusive) { order.update { $0.append(n) } } })
+            await eventually("task \(n) is queued") { locks.snapshot.count == n + 2 }
+        }
+        locks.unlock(first)
+        for task in tasks { try await task.value }
+        #expect(order.value == Array(0..<50))
+        #expect(locks.snapshot.isEmpty)
+    }
+
+    @Test func cancelledWaiterLeavesTheQueueAndTheNextWaiterGetsTheLock() async throws {
+        let locks = PathLocks()
+        let reader = try #require(locks.tryLock(rp("a"), .shared))
+        let writer = Task { try await locks.lock(rp("a"), .exclusive) }
+        await eventually("the writer waits") { locks.snapshot.count == 2 }
+        // Compatible with the reader, but queued behind the writer.
+        let nextReader = Task { try await locks.lock(rp("a/b"), .shared) }
+        await eventually("the next reader waits") { locks.snapshot.count == 3 }
+        writer.cancel()
+        await #expect(throws: CancellationError.self) { try await writer.value }
+        let granted = try await nextReader.value  // while the first reader still holds "a"
+        #expect(locks.snapshot.map(\.id) == [reader.id, granted.id])
+        locks.unlock(reader)
+        locks.unlock(granted)
+        #expect(locks.snapshot.isEmpty)
+    }
+
+    @Test func alreadyCancelledTaskQueuesNothing() async {
+        let locks = PathLocks()
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await locks.lock(rp("a"), .shared)
+        }
+        await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(locks.snapshot.isEmpty)
+    }
+
+    /// The holder unlocks as the waiter is cancelled: one after the other in both orders, then
+    /// at once from two tasks. The waiter either gets the lock (and unlocks it) or gives up,
+    /// and no lock is ever left behind.
+    @Test func cancellationRacingAGrantLeaksNothing() async throws {
+        let locks = PathLocks()
+        var granted = 0, cancelled = 0
+        for round in 0..<400 {
+            let holder = try #require(locks.tryLock(rp("a"), .exclusive), "round \(round): a lock leaked")
+            let waiter = Task { () async throws -> Bool in
+                do {
+                    locks.unlock(try await locks.lock(rp("a"), .exclusive))
+                    return true
+                } catch is CancellationError {
+                    return false
+                }
+            }
+            await eventually("the waiter waits") { locks.snapshot.count == 2 }
+            switch round % 4 {
+            case 0:
+                waiter.cancel()
+                locks.unlock(holder)
+            case 1:
+                locks.unlock(holder)
+                waiter.cancel()  // granted already: the waiter keeps the lock
+            default:
+                await withTaskGroup(of: Void.self) { group in
+                    let actions: [@Sendable () -> Void] = [{ locks.unlock(holder) }, { waiter.cancel() }]
+                    for action in round % 4 == 2 ? actions : actions.reversed() { group.addTask(operation: action) }
+                }
+            }
+            let gotIt = try await waiter.value
+            if gotIt { granted += 1 } else { cancelled += 1 }
+            if round % 4 < 2 { #expect(gotIt == (round % 4 == 1), "round \(round)") }
+            #expect(locks.snapshot.isEmpty, "round \(round)")
+        }
+        print("cancel/grant race: granted \(granted), cancelled \(cancelled)")
+    }
+
+    @Test func withLockReleasesWhenTheBodyThrows() async {
+        let locks = PathLocks()
+        await #expect(throws: Boom.self) {
+            try await locks.withLock(rp("a"), .exclusive) {
+                #expect(locks.holders(of: rp("a/b")).count == 1)
+                throw Boom()
+            }
+        }
+        #expect(locks.snapshot.isEmpty)
+    }
+
+    @Test func tryLockNeitherWaitsNorOvertakes() async throws {
+        let locks = PathLocks()
+        let lease = try #require(locks.tryLock(rp("a"), .shared, owner: OwnerID(rawValue: 1)))
+        #expect(locks.tryLock(rp("a/f"), .exclusive) == nil)  // leased by an application: skip it
+        #expect(locks.snapshot.count == 1)  // and nothing was queued
+        let writer = Task { try await locks.lock(rp("a"), .exclusive) }
+        await eventually("the writer waits") { locks.snapshot.count == 2 }
+        #expect(locks.tryLock(rp("a/g"), .shared) == nil)  // would overtake the writer
+        let elsewhere = try #require(locks.tryLock(rp("b"), .exclusive))
+        locks.unlock(lease)
+        locks.unlock(try await writer.value)
+        locks.unlock(elsewhere)
+        #expect(locks.snapshot.isEmpty)
+    }
+
+    @Test func releaseAllFreesAClosedConnectionsLeases() async throws {
+        let locks = PathLocks()
+        let app = OwnerID(rawValue: 1)
+        let lease = try #require(locks.tryLock(rp("docs"), .exclusive, owner: app))
+        let music = try #require(locks.tryLock(rp("music"), .shared))
+        let appWaits = Task { try await locks.lock(rp("music"), .exclusive, owner: app) }
+        await eventually("the application waits") { locks.snapshot.count == 3 }
+        let copy = Task { try await locks.lock(rp("docs/report.pdf"), .exclusive) }
+        await eventually("the copy waits") { locks.snapshot.count == 4 }
+        locks.releaseAll(owner: app)
+        await #expect(throws: PathLocks.Withdrawn.self) { try await appWaits.value }
+        let copying = try await copy.value
+        locks.unlock(lease)  // already released with its connection: harmless
+        #expect(locks.snapshot.map(\.id) == [music.id, copying.id])
+        locks.unlock(copying)
+        locks.unlock(music)
+        #expect(locks.snapshot.isEmpty)
+    }
+}
+
+extension PathLocksTests {
+    @Suite struct InFlightTests {
+        @Test func concurrentCallersShareOneRun() async throws {
+            let flights = InFlight<String, Int>()
+            let runs = Shared(0), gate = Gate()
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<20 {
+                    group.addTask {
+                        try await flights.run("k") {
+                            runs.update { $0 += 1 }
+                            await gate.wait()
+                            return 42
+                        }
+                    }
+                }
+                await eventually("20 callers wait") { flights.callers(of: "k") == 20 }
+                gate.open()
+                var results: [Int] = []
+                for try await result in group { results.append(result) }
+                #expect(results == Array(repeating: 42, count: 20))
+            }
+            #expect(runs.value == 1)
+            #expect(!flights.isRunning("k") && flights.running == 0)
+        }
+
+        @Test func anErrorIsSharedToo() async {
+            let flights = InFlight<String, Int>()
+            let runs = Shared(0), gate = Gate()
+            let callers = (0..<5).map { _ in
+                Task {
+                    try await flights.run("k") {
+                        runs.update { $0 += 1 }
+                        await gate.wait()
+                        throw Boom()
+                    }
+                }
+            }
+            await eventually("5 callers wait") { flights.callers(of: "k") == 5 }
+            gate.open()
+            for caller in callers { await #expect(throws: Boom.self) { try await caller.value } }
+            #expect(runs.value == 1)
+        }
+
+        @Test func afterCompletionTheNextCallRunsAgain() async throws {
+            let flights = InFlight<String, Int>()
+            let runs = Shared(0)
+            let operation: @Sendable () async throws -> Int = { runs.update { $0 += 1; return $0 } }
+            #expect(try await flights.run("k", operation: operation) == 1)
+            #expect(!flights.isRunning("k"))
+            #expect(try await flights.run("k", operation: operation) == 2)
+        }
+
+        @Test func differentKeysRunIndependently() async throws {
+            let flights = InFlight<String, String>()
+            let gate = Gate()
+            let slow = Task { try await flights.run("a") { await gate.wait(); return "a" } }
+            await eventually("a runs") { flights.isRunning("a") }
+            #expect(try await flights.run("b") { "b" } == "b")  // while "a" is still running
+            #expect(flights.isRunning("a") && flights.running == 1)
+            gate.open()
+            #expect(try await slow.value == "a")
+            #expect(flights.running == 0)
+        }
+
+        @Test func aCancelledCallerLeavesTheOperationToTheOthers() async throws {
+            let flights = InFlight<String, String>()
+            let runs = Shared(0), gate = Gate()
+            let operation: @Sendable () async throws -> String = {
+                runs.update { $0 += 1 }
+                await gate.wait()
+                return Task.isCancelled ? "cancelled" : "done"
+            }
+            let callers = (0..<3).map { _ in Task { try await flights.run("k", operation: operation) } }
+            await eventually("3 callers wait") { flights.callers(of: "k") == 3 }
+            callers[1].cancel()
+            // It gives up at once, though the operation has not finished.
+            await #expect(throws: CancellationError.self) { try await callers[1].value }
+            #expect(flights.callers(of: "k") == 2)
+            gate.open()
+            #expect(try await callers[0].value == "done")
+            #expect(try await callers[2].value == "done")
+            #expect(runs.value == 1)
+        }
+
+        /// Documented choice: with every caller gone the operation runs on, and a newcomer joins it.
+        @Test func whenEveryCallerCancelsTheOperationStillFinishes() async throws {
+            let flights = InFlight<String, String>()
+            let runs = Shared(0), gate = Gate()
+            let operation: @Sendable () async throws -> String = {
+                runs.update { $0 += 1 }
+                await gate.wait()
+                return Task.isCancelled ? "cancelled" : "done"
+            }
+            let callers = (0..<2).map { _ in Task { try await flights.run("k", operation: operation) } }
+            await eventually("2 callers wait") { flights.callers(of: "k") == 2 }
+            for caller in callers { caller.cancel() }
+            for caller in callers { await #expect(throws: CancellationError.self) { try await caller.value } }
+            #expect(flights.isRunning("k") && flights.callers(of: "k") == 0)
+            let newcomer = Task { try await flights.run("k", operation: operation) }
+            await eventually("the newcomer joins") { flights.callers(of: "k") == 1 }
+            gate.open()
+            #expect(try await newcomer.value == "done")
+            #expect(runs.value == 1 && !flights.isRunning("k"))
+        }
+    }
+}

@@ -1,0 +1,54 @@
+import NimbusCore
+import NimbusSimulation
+import NimbusSystem
+@testable import NimbusDaemon
+
+extension ManualClock: Clock {
+    public var monotonicNow: Int64 { now }
+    public var wallNow: Int64 { now }
+}
+
+/// The journal as the engine sees it, in memory: what is not committed is lost in a crash.
+final class MemoryRecordStore: RecordStore, @unchecked Sendable {
+    private(set) var committed: [RelativePath: PathRecord] = [:]
+    private var pending: [(RelativePath, PathRecord?)] = []
+    private(set) var writes = 0
+
+    func put(_ path: RelativePath, _ record: PathRecord) { pending.append((path, record)); writes += 1 }
+    func remove(_ path: RelativePath) { pending.append((path, nil)); writes += 1 }
+    func commit() throws {
+        for (path, record) in pending { committed[path] = record }
+        pending = []
+    }
+    func compactIfNeeded(_ all: @autoclosure () -> [RelativePath: PathRecord]) throws {}
+    /// A crash: uncommitted changes vanish.
+    func dropPending() { pending = [] }
+}
+
+func rp(_ s: String) -> RelativePath { try! RelativePath(validating: s) }
+
+extension MemoryFileSystem {
+    /// Every file's content and every link target, with where it is, skipping temporary files.
+    func contents() -> [String: [RelativePath]] {
+        var result: [String: [RelativePath]] = [:]
+        for (path, node) in snapshot() {
+            if path.components.contains(where: TemporaryName.isTemporary) || rp(".nimbus/tmp").contains(path) { continue }
+            switch node.content {
+            case .file(let bytes): result["f:" + String(decoding: bytes, as: UTF8.self), default: []].append(path)
+            case .symlink(let target): result["l:" + String(decoding: target, as: UTF8.self), default: []].append(path)
+            default: break
+            }
+        }
+        return result
+    }
+
+    /// What must match on both sides once synced: kind, content, mode — without Nimbus's own files.
+    func syncedView() -> [RelativePath: String] {
+        var result: [RelativePath: String] = [:]
+        for (path, node) in snapshot() where !path.isRoot {
+            if path == rp(".nimbus-root") || rp(".nimbus").contains(path) { continue }
+            result[path] = "\(node.metadata.kind) \(node.metadata.kind == .directory ? 0 : node.metadata.mode) \(node.content)"
+        }
+        return result
+    }
+}

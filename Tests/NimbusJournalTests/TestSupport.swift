@@ -1,0 +1,127 @@
+import Foundation
+import NimbusSystem
+import Testing
+@testable import NimbusJournal
+
+/// A fresh directory under the system's temporary directory; `withTemporaryDirectory`
+/// removes it afterwards.
+struct TemporaryDirectory {
+    let url: URL
+
+    var path: SystemPath { SystemPath(url.path) }
+
+    func subdirectory(_ name: String) -> TemporaryDirectory {
+        TemporaryDirectory(url: url.appendingPathComponent(name))
+    }
+
+    func read(_ name: String) throws -> [UInt8] {
+        [UInt8](try Data(contentsOf: url.appendingPathComponent(name)))
+    }
+
+    func write(_ bytes: some Sequence<UInt8>, to name: String) throws {
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        try Data(bytes).write(to: url.appendingPathComponent(name))
+    }
+
+    func remove(_ name: String) throws {
+        try FileManager.default.removeItem(at: url.appendingPathComponent(name))
+    }
+
+    func fileNames() throws -> Set<String> {
+        Set(try FileManager.default.contentsOfDirectory(atPath: url.path))
+    }
+}
+
+func withTemporaryDirectory<R>(_ body: (TemporaryDirectory) throws -> R) throws -> R {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-journal-test-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: url) }
+    return try body(TemporaryDirectory(url: url))
+}
+
+let snapshotFile = "journal.snapshot"
+let logFile = "journal.log"
+
+/// The map a journal's owner keeps, rebuilt from the records it is given.
+struct Model: Equatable {
+    var entries: [[UInt8]: [UInt8]] = [:]
+
+    mutating func apply(_ record: JournalRecord) {
+        switch record {
+        case let .put(key, value): entries[key] = value
+        case let .remove(key): entries[key] = nil
+        }
+    }
+
+    var liveEntries: [(key: [UInt8], value: [UInt8])] {
+        entries.map { (key: $0.key, value: $0.value) }
+    }
+}
+
+/// Opens the journal in `directory`, collecting the replayed records in order.
+func openJournal(_ directory: TemporaryDirectory) throws -> (journal: Journal, replayed: [JournalRecord]) {
+    var replayed: [JournalRecord] = []
+    let journal = try Journal.open(directory: directory.path) { replayed.append($0) }
+    return (journal, replayed)
+}
+
+/// Opens, replays into a model, closes: what a restart would see.
+func reopenedModel(_ directory: TemporaryDirectory) throws -> (model: Model, recovery: RecoveryReport) {
+    var model = Model()
+    let journal = try Journal.open(directory: directory.path) { model.apply($0) }
+    defer { try? journal.close() }
+    return (model, journal.recovery)
+}
+
+/// Writes `records` to a new journal, committing after each group, and closes it.
+func writeJournal(_ directory: TemporaryDirectory, groups: [[JournalRecord]]) throws {
+    let journal = try Journal.open(directory: directory.path) { _ in }
+    for group in groups {
+        for record in group { journal.append(record) }
+        try journal.commit()
+    }
+    try journal.close()
+}
+
+func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+
+func put(_ key: String, _ value: String) -> JournalRecord { .put(key: bytes(key), value: bytes(value)) }
+func remove(_ key: String) -> JournalRecord { .remove(key: bytes(key)) }
+
+/// Where each record starts and ends in the concatenation of their encodings, from `base`.
+func recordBoundaries(_ records: [JournalRecord], base: Int) -> [Range<Int>] {
+    var start = base
+    return records.map { record in
+        let end = start + RecordFormat.encode([record]).count
+        defer { start = end }
+        return start..<end
+    }
+}
+
+/// SplitMix64: a tiny seedable generator, so a failing random case can be replayed.
+struct SeededGenerator: RandomNumberGenerator {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// A seed from `NIMBUS_TEST_SEED` (to replay a failure) or a fresh one, printed either way.
+func testSeed(_ test: String) -> UInt64 {
+    let seed = ProcessInfo.processInfo.environment["NIMBUS_TEST_SEED"].flatMap { UInt64($0) }
+        ?? UInt64.random(in: 0...UInt64.max)
+    print("\(test): seed \(seed) (replay with NIMBUS_TEST_SEED=\(seed))")
+    return seed
+}
+
+func randomBytes(count: Int, using generator: inout SeededGenerator) -> [UInt8] {
+    (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
+}
+
+struct SimulatedCrash: Error {}

@@ -1,0 +1,311 @@
+import Glibc
+import Testing
+@testable import NimbusSystem
+
+/// Two roots in one scratch directory: `src` and `dst` (temporary files in `dst/.nimbus/tmp`,
+/// as on the cloud side, unless told otherwise).
+struct Pair {
+    let scratch: Scratch
+    let source: DiskFileSystem
+    let destination: DiskFileSystem
+
+    static func with(temporaryDirectory: String? = ".nimbus/tmp", _ body: (Pair) throws -> Void) throws {
+        try Scratch.with { scratch in
+            try scratch.directory.makeDirectory("src")
+            try scratch.directory.makeDirectory("dst")
+            let source = DiskFileSystem(root: scratch.path.appending("src"), temporaryDirectory: nil)
+            let destination = DiskFileSystem(root: scratch.path.appending("dst"),
+                                              temporaryDirectory: try temporaryDirectory.map(path))
+            try body(Pair(scratch: scratch, source: source, destination: destination))
+        }
+    }
+
+    /// Copies `src/<name>` to `dst/<name>` as the engine would.
+    func copy(_ name: String, replacing: FileMetadata? = nil, displacedTo: String? = nil) throws -> FileMetadata {
+        let expected = try #require(try source.metadata(of: path(name)))
+        let prepared = try destination.prepareCopy(of: path(name), from: source, expected: expected,
+                                                   durable: true) { _ in }
+        return try destination.install(prepared, at: path(name), replacing: replacing,
+                                       displacedTo: try displacedTo.map(path), durable: true)
+    }
+
+    func temporaryFiles() throws -> [RelativePath] {
+        try destination.scan(.root) { _ in true }.entries.map(\.path).filter { TemporaryName.isTemporary($0.name) }
+    }
+}
+
+@Suite struct CopierTests {
+    @Test func keepsContentModeAndNanosecondMtime() throws {
+        try Pair.with { pair in
+            let content = randomBytes(3 << 20 + 17, seed: 1)
+            try pair.scratch.write("src/file", content, mode: 0o640)
+            try pair.scratch.directory.setModificationTime(of: "src/file", 1_500_000_000_987_654_321)
+            let expected = try #require(try pair.source.metadata(of: path("file")))
+
+            var reported: [Int64] = []
+            let copy = try pair.destination.prepareCopy(of: path("file"), from: pair.source, expected: expected,
+                                                        durable: true) { reported.append($0) }
+            #expect(copy.bytesCopied == Int64(content.count))
+            #expect(copy.source == expected)
+            #expect(copy.temporary.parent == (try path(".nimbus/tmp")))
+            #expect(TemporaryName.isTemporary(copy.temporary.name))
+            #expect(reported.last == Int64(content.count) && reported == reported.sorted())
+            let temporary = try #require(try pair.destination.metadata(of: copy.temporary))
+            #expect(temporary.mode == 0o640 && temporary.mtime == expected.mtime && temporary.size == expected.size)
+
+            let installed = try pair.destination.install(copy, at: path("file"), replacing: nil, displacedTo: nil,
+                                                         durable: true)
+            #expect(installed.looksLike(expected))
+            #expect(installed == (try pair.destination.metadata(of: path("file"))))
+            #expect(try pair.scratch.read("dst/file") == content)
+            #expect(try pair.temporaryFiles().isEmpty)
+        }
+    }
+
+    @Test func aNameThatIsNotUTF8CopiesUnchanged() throws {
+        try Pair.with(temporaryDirectory: nil) { pair in
+            let odd: [UInt8] = [0x66, 0xFF, 0xFE]
+            try pair.scratch.directory.makeDirectory("src/d")
+            try pair.scratch.directory.makeDirectory("dst/d")
+            try pair.scratch.write(SystemPath(bytes: Array("src/d/".utf8) + odd), Array("odd".utf8))
+            let name = try path("d").appending(name: odd)
+            let expected = try #require(try pair.source.metadata(of: name))
+            let copy = try pair.destination.prepareCopy(of: name, from: pair.source, expected: expected,
+                                                        durable: false) { _ in }
+            #expect(copy.temporary.parent == (try path("d")))  // No temporary directory: next to the file.
+            _ = try pair.destination.install(copy, at: name, replacing: nil, displacedTo: nil, durable: false)
+            #expect(try pair.scratch.names(in: "dst/d") == [odd])
+            #expect(try pair.scratch.read(SystemPath(bytes: Array("dst/d/".utf8) + odd)) == Array("odd".utf8))
+        }
+    }
+
+    @Test func aCreateNeverReplacesAnExistingFile() throws {
+        try Pair.with { pair in
+            try pair.scratch.write("src/file", Array("mine".utf8))
+            try pair.scratch.write("dst/file", Array("theirs".utf8))
+            #expect(throws: CopyError.destinationChanged(try path("file"))) { try pair.copy("file") }
+            #expect(try pair.scratch.read("dst/file") == Array("theirs".utf8))
+            #expect(try pair.temporaryFiles().isEmpty)
+        }
+    }
+
+    @Test(arguments: [true, false])
+    func aReplaceMovesTheOldFileToTheVersionsStore(exchange: Bool) throws {
+        try Pair.with { pair in
+            try pair.scratch.write("dst/file", Array("old".utf8))
+            try pair.scratch.write("src/file", Array("new 1".utf8))
+            let old = try #require(try pair.destination.metadata(of: path("file")))
+            let first = try install(pair, "file", replacing: old, displacedTo: "versions/v/file~1", exchange: exchange)
+            #expect(try pair.scratch.read("dst/file") == Array("new 1".utf8))
+            #expect(try pair.scratch.read("dst/versions/v/file~1") == Array("old".utf8))
+
+            // The same versions name again: the earlier version is kept, the new one gets a suffix.
+            try pair.scratch.write("src/file", Array("new 2".utf8))
+            _ = try install(pair, "file", replacing: first, displacedTo: "versions/v/file~1", exchange: exchange)
+            #expect(try pair.scratch.read("dst/file") == Array("new 2".utf8))
+            #expect(try pair.scratch.read("dst/versions/v/file~1") == Array("old".utf8))
+            #expect(try pair.scratch.read("dst/versions/v/file~1 (2)") == Array("new 1".utf8))
+            #expect(try pair.temporaryFiles().isEmpty)
+        }
+    }
+
+    @Test(arguments: [true, false])
+    func aReplaceWithoutVersionsStoreRemovesTheOldFile(exchange: Bool) throws {
+        try Pair.with { pair in
+            try pair.scratch.write("dst/file", Array("old".utf8))
+            try pair.scratch.write("src/file", Array("new".utf8))
+            let old = try #require(try pair.destination.metadata(of: path("file")))
+            _ = try install(pair, "file", replacing: old, displacedTo: nil, exchange: exchange)
+            #expect(try pair.scratch.read("dst/file") == Array("new".utf8))
+            #expect(try pair.scratch.names(in: "dst") == [Array("file".utf8), Array(".nimbus".utf8)])
+            #expect(try pair.temporaryFiles().isEmpty)
+        }
+    }
+
+    @Test(arguments: [true, false])
+    func aStaleReplaceLeavesTheDestinationAlone(exchange: Bool) throws {
+        try Pair.with { pair in
+            try pair.scratch.write("dst/file", Array("old".utf8))
+            try pair.scratch.write("src/file", Array("new".utf8))
+            let old = try #require(try pair.destination.metadata(of: path("file")))
+            try pair.scratch.write("dst/file", Array("changed by someone else".utf8))
+            #expect(throws: CopyError.destinationChanged(try path("file"))) {
+                try install(pair, "file", replacing: old, displacedTo: "versions/file~1", exchange: exchange)
+            }
+            #expect(try pair.scratch.read("dst/file") == Array("changed by someone else".utf8))
+            #expect(!pair.scratch.exists("dst/versions/file~1"))
+            #expect(try pair.temporaryFiles().isEmpty)
+
+            // A destination that vanished is a change too.
+            try pair.scratch.directory.removeFile("dst/file")
+            #expect(throws: CopyError.destinationChanged(try path("file"))) {
+                try install(pair, "file", replacing: old, displacedTo: nil, exchange: exchange)
+            }
+            #expect(try pair.temporaryFiles().isEmpty)
+        }
+    }
+
+    /// The progress callback runs between two chunks of the copy: writing to the source there
+    /// is a deterministic "edit during the copy". The second case keeps size and mtime (a
+    /// same-size rewrite, then the old mtime put back) and is caught by the ctime.
+    @Test(arguments: [true, false])
+    func aSourceChangedDuringTheCopyIsRefused(grow: Bool) throws {
+        try Pair.with { pair in
+            let size = 2 * ContentTransfer.chunkSize + 5
+            try pair.scratch.write("src/big", randomBytes(size, seed: 2))
+            let expected = try #require(try pair.source.metadata(of: path("big")))
+            var calls = 0
+            #expect(throws: CopyError.sourceChanged(try path("big"))) {
+                _ = try pair.destination.prepareCopy(of: path("big"), from: pair.source, expected: expected,
+                                                     durable: false) { _ in
+                    calls += 1
+                    guard calls == 1 else { return }
+                    let file = try! FileDescriptor.open("src/big", [.writeOnly], relativeTo: pair.scratch.directory)
+                    try! file.closeAfter {
+                        if grow {
+                            try [1, 2, 3].withUnsafeBytes { try file.writeAll(toAbsoluteOffset: Int64(size), $0) }
+                        } else {
+                            try [0, 0, 0].withUnsafeBytes { try file.writeAll(toAbsoluteOffset: 0, $0) }
+                            try file.setModificationTime(expected.mtime)
+                        }
+                    }
+                }
+            }
+            #expect(calls > 1)  // The copy went on after the edit: it happened mid-copy.
+            #expect(try pair.temporaryFiles().isEmpty)
+        }
+    }
+
+    @Test func aSourceThatIsNotAsExpectedIsNotCopied() throws {
+        try Pair.with { pair in
+            try pair.scratch.write("src/file", Array("content".utf8))
+            let expected = try #require(try pair.source.metadata(of: path("file")))
+            try pair.scratch.directory.setModificationTime(of: "src/file", expected.mtime + 1)
+            #expect(throws: CopyError.sourceChanged(try path("file"))) {
+                _ = try pair.destination.prepareCopy(of: path("file"), from: pair.source, expected: expected,
+                                                     durable: false) { _ in }
+            }
+
+            try pair.scratch.directory.removeFile("src/file")
+            #expect(throws: CopyError.sourceChanged(try path("file"))) {
+                _ = try pair.destination.prepareCopy(of: path("file"), from: pair.source, expected: expected,
+                                                     durable: false) { _ in }
+            }
+            try pair.scratch.directory.makeSymlink("src/file", target: Array("elsewhere".utf8))
+            #expect(throws: CopyError.sourceChanged(try path("file"))) {
+                _ = try pair.destination.prepareCopy(of: path("file"), from: pair.source, expected: expected,
+                                                     durable: false) { _ in }
+            }
+
+            #expect(mkfifoat(pair.scratch.directory.rawValue, "src/fifo", 0o644) == 0)
+            let fifo = try #require(try pair.source.metadata(of: path("fifo")))
+            #expect(throws: CopyError.notAFile(try path("fifo"))) {
+                _ = try pair.destination.prepareCopy(of: path("fifo"), from: pair.source, expected: fifo,
+                                                     durable: false) { _ in }
+            }
+            #expect(try pair.temporaryFiles().isEmpty)
+        }
+    }
+
+    @Test func anInstallThatFailsRemovesTheTemporaryFile() throws {
+        try Pair.with { pair in
+            try pair.scratch.write("src/file", Array("content".utf8))
+            let expected = try #require(try pair.source.metadata(of: path("file")))
+            let copy = try pair.destination.prepareCopy(of: path("file"), from: pair.source, expected: expected,
+                                                        durable: false) { _ in }
+            #expect(throws: Errno.noSuchFile.at("rename", "missing/file")) {
+                try pair.destination.install(copy, at: path("missing/file"), replacing: nil, displacedTo: nil,
+                                             durable: false)
+            }
+            #expect(try pair.temporaryFiles().isEmpty)
+
+            let discarded = try pair.destination.prepareCopy(of: path("file"), from: pair.source, expected: expected,
+                                                             durable: false) { _ in }
+            pair.destination.discard(discarded)
+            pair.destination.discard(discarded)  // Twice is harmless.
+            #expect(try pair.temporaryFiles().isEmpty)
+        }
+    }
+
+    private func install(_ pair: Pair, _ name: String, replacing: FileMetadata, displacedTo: String?,
+                         exchange: Bool) throws -> FileMetadata {
+        let expected = try #require(try pair.source.metadata(of: path(name)))
+        let copy = try pair.destination.prepareCopy(of: path(name), from: pair.source, expected: expected,
+                                                    durable: true) { _ in }
+        return try pair.destination.withRoot { root in
+            try Installer(root: root, exchangeSupported: exchange)
+                .install(copy, at: path(name), replacing: replacing, displacedTo: try displacedTo.map(path),
+                         durable: true)
+        }
+    }
+}
+
+/// Tests that mount a tmpfs (as root): one at a time, always unmounted.
+@Suite(.serialized) struct CopierMountTests {
+    @Test func aFullDiskFailsWithENOSPCAndLeavesNoTemporaryFile() throws {
+        try Scratch.with { scratch in
+            try scratch.directory.makeDirectory("src")
+            try scratch.directory.makeDirectory("small")
+            let content = randomBytes(4 << 20, seed: 3)
+            try scratch.write("src/big", content)
+            try withTmpfs(at: scratch.path.appending("small"), size: "1m") {
+                let source = DiskFileSystem(root: scratch.path.appending("src"))
+                let destination = DiskFileSystem(root: scratch.path.appending("small"),
+                                                  temporaryDirectory: try path(".nimbus/tmp"))
+                let expected = try #require(try source.metadata(of: path("big")))
+                let error = try #require(throws: SystemError.self) {
+                    try destination.prepareCopy(of: path("big"), from: source, expected: expected,
+                                                durable: true) { _ in }
+                }
+                #expect(error.errno == .noSpace)
+                #expect(error.path.hasPrefix(".nimbus/tmp/.nimbus-tmp-"), "\(error)")
+                #expect(try scratch.names(in: "small/.nimbus/tmp").isEmpty)
+
+                let write = try #require(throws: SystemError.self) {
+                    try destination.writeFile(path("marker"), contents: content, mode: 0o644)
+                }
+                #expect(write.errno == .noSpace)
+                #expect(try scratch.names(in: "small/.nimbus/tmp").isEmpty)
+                #expect(try scratch.names(in: "small") == [Array(".nimbus".utf8)])
+            }
+        }
+    }
+
+    /// ext4 → tmpfs → ext4: FICLONE is refused both ways, copy_file_range is refused or works
+    /// depending on the kernel; the content arrives either way.
+    @Test func copiesAcrossFilesystems() throws {
+        try Scratch.with { scratch in
+            try scratch.directory.makeDirectory("disk")
+            try scratch.directory.makeDirectory("memory")
+            let content = randomBytes(4 << 20 + 3, seed: 4)
+            try scratch.write("disk/file", content)
+            try withTmpfs(at: scratch.path.appending("memory"), size: "16m") {
+                let disk = DiskFileSystem(root: scratch.path.appending("disk"))
+                let memory = DiskFileSystem(root: scratch.path.appending("memory"))
+                let there = try #require(try disk.metadata(of: path("file")))
+                let copy = try memory.prepareCopy(of: path("file"), from: disk, expected: there, durable: true) { _ in }
+                _ = try memory.install(copy, at: path("file"), replacing: nil, displacedTo: nil, durable: true)
+                #expect(try scratch.read("memory/file") == content)
+
+                let back = try #require(try memory.metadata(of: path("file")))
+                let copyBack = try disk.prepareCopy(of: path("file"), from: memory, expected: back,
+                                                    durable: true) { _ in }
+                _ = try disk.install(copyBack, at: path("file"), replacing: there, displacedTo: nil, durable: true)
+                #expect(try scratch.read("disk/file") == content)
+            }
+        }
+    }
+
+    /// Runs `body` with a tmpfs mounted at `path`, unmounted afterwards (lazily if busy).
+    /// A mount that fails is recorded as an issue: the test did not run.
+    private func withTmpfs(at path: SystemPath, size: String, _ body: () throws -> Void) throws {
+        guard mount("tmpfs", path.description, "tmpfs", 0, "size=\(size)") == 0 else {
+            Issue.record("could not mount a tmpfs at \(path) (\(Errno.current)); this test needs root and did not run")
+            return
+        }
+        defer {
+            if umount2(path.description, 0) != 0 { _ = umount2(path.description, Int32(MNT_DETACH)) }
+        }
+        try body()
+    }
+}
