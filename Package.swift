@@ -11,6 +11,7 @@ let package = Package(
         .executable(name: "nimbusd", targets: ["nimbusd"]),
         .executable(name: "nimbusctl", targets: ["nimbusctl"]),
         .executable(name: "nimbus-bench", targets: ["nimbus-bench"]),
+        .library(name: "NimbusClient", targets: ["NimbusClient"]),
     ],
     targets: [
         .target(name: "CNimbus"),
@@ -24,7 +25,10 @@ let package = Package(
         // In-memory filesystem, fault injection and a manual clock for whole-engine simulation.
         .target(name: "NimbusSimulation", dependencies: ["NimbusCore", "NimbusSystem"], swiftSettings: strict),
         .executableTarget(name: "nimbusd", dependencies: ["NimbusDaemon"], swiftSettings: strict),
-        .executableTarget(name: "nimbusctl", dependencies: ["NimbusProtocol", "NimbusSystem"], swiftSettings: strict),
+        // The client side of the control protocol, for nimbusctl and for applications.
+        .target(name: "NimbusClient", dependencies: ["NimbusProtocol", "NimbusSystem"], swiftSettings: strict),
+        .executableTarget(name: "nimbusctl", dependencies: ["NimbusClient", "NimbusProtocol", "NimbusSystem"],
+                          swiftSettings: strict),
         .executableTarget(name: "nimbus-bench",
                           dependencies: ["NimbusDaemon", "NimbusJournal", "NimbusSystem", "NimbusCore"],
                           swiftSettings: strict),
@@ -33,7 +37,9 @@ let package = Package(
         .testTarget(name: "NimbusJournalTests", dependencies: ["NimbusJournal"]),
         .testTarget(name: "NimbusDaemonTests", dependencies: ["NimbusDaemon", "NimbusSimulation"]),
         .testTarget(name: "NimbusSimulationTests", dependencies: ["NimbusSimulation"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["NimbusSystem"]),
+        .testTarget(name: "NimbusClientTests", dependencies: ["NimbusClient"]),
+        // Runs the real binaries on real folders; depends on them so they are built first.
+        .testTarget(name: "IntegrationTests", dependencies: ["NimbusSystem", "nimbusd", "nimbusctl"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -8,11 +8,20 @@ public struct BaseEntry: Hashable, Sendable {
     public var cloud: FileMetadata
     /// Content hash of a regular file, when it was computed.
     public var hash: ContentHash?
+    /// The file was recorded within a timestamp tick of its last change, so a later write in
+    /// that same tick, of the same size, would leave its metadata unchanged ("racily clean"
+    /// in git's words). Unchanged metadata is then confirmed by comparing `hash`.
+    public var isAmbiguous: Bool
 
-    public init(local: FileMetadata, cloud: FileMetadata, hash: ContentHash? = nil) {
+    /// How recent an mtime must be, at recording time, to be ambiguous. Kernel file times
+    /// are taken from a coarse clock (a few ms); this leaves a wide margin.
+    public static let ambiguityWindow: Int64 = 50_000_000
+
+    public init(local: FileMetadata, cloud: FileMetadata, hash: ContentHash? = nil, isAmbiguous: Bool = false) {
         self.local = local
         self.cloud = cloud
         self.hash = hash
+        self.isAmbiguous = isAmbiguous && hash != nil
     }
 
     public var kind: FileKind { local.kind }

@@ -11,11 +11,17 @@ import NimbusSystem
 /// last matching line wins, and a path inside an ignored directory is ignored whatever later
 /// lines say, because git (and our scanner) never look inside such a directory.
 ///
-/// Lines git would never match — an unterminated `[` class, an unknown `[:name:]`, a lone
-/// trailing backslash, an empty pattern, an empty component (`a//b`) — are reported in
-/// `problems` and skipped, which matches exactly as git does, but tells the user why.
-/// One deliberate difference: `foo**/bar` is `foo*/bar` here, as git documents, whereas git
-/// 2.39 lets it match `foox/y/bar` too.
+/// Lines git would never match — an unterminated `[` class (git does not read it literally),
+/// an unknown `[:name:]`, a lone trailing backslash, an empty pattern, an empty component
+/// (`a//b`) — are reported in `problems` and skipped: the same result as git, plus the reason.
+/// A line holding a NUL byte is reported too (git would cut it there). One deliberate
+/// difference: `foo**/bar` means `foo*/bar` here, as gitignore(5) documents; git 2.39 also
+/// matches `foox/y/bar` and even `foobar` with it.
+///
+/// Defaults come in two tiers. Nimbus's own files (`reservedPatterns`) are always ignored: no
+/// `!` line re-includes them, since syncing them would break the engine. Editor and browser
+/// leftovers (`overridablePatterns`) act as if written at the top of the file, so a user who
+/// really wants `*.part` files synced writes `!*.part`.
 public struct IgnoreRules: Sendable {
     /// Lines that were skipped, with their 1-based number and a sentence saying why.
     public var problems: [(line: Int, message: String)] = []

@@ -75,8 +75,24 @@ struct Reconciler {
             plan.skipped.append(path)
             return
         }
-        let localChange = Change.between(base: entry?.local, current: l)
-        let cloudChange = Change.between(base: entry?.cloud, current: c)
+        var localChange = Change.between(base: entry?.local, current: l)
+        var cloudChange = Change.between(base: entry?.cloud, current: c)
+        if let entry, entry.isAmbiguous, entry.kind == .file {
+            // Same metadata may still hide a same-size write in the recording's tick.
+            let checkedLocal = verified(path, .local, localChange, entry)
+            let checkedCloud = verified(path, .cloud, cloudChange, entry)
+            guard let l = checkedLocal, let c = checkedCloud else { return }
+            localChange = l
+            cloudChange = c
+            if localChange == .unchanged && cloudChange == .unchanged {
+                // Confirmed; once the tick has surely passed the doubt is gone for good.
+                if let lm = views[.local]![path], let cm = views[.cloud]![path],
+                   namer.wallTime - lm.mtime >= BaseEntry.ambiguityWindow {
+                    records.append(.record(path, local: lm, cloud: cm, hash: entry.hash))
+                }
+                return
+            }
+        }
         switch (localChange.isChange, cloudChange.isChange) {
         case (false, false):
             // Invariant: both sides are as synced. Nothing to do.
@@ -89,6 +105,18 @@ struct Reconciler {
         case (true, true):
             reconcileBothChanged(path, entry: entry, local: l, cloud: c)
         }
+    }
+
+    /// For an ambiguous base, an "unchanged" side is checked against the recorded hash.
+    /// Nil when the hash is not known yet (requested in the plan).
+    mutating func verified(_ path: RelativePath, _ side: Side, _ change: Change, _ entry: BaseEntry) -> Change? {
+        guard change == .unchanged else { return change }
+        let onDisk = origin(path, on: side)
+        guard let hash = side == .local ? hashes.local[onDisk] : hashes.cloud[onDisk] else {
+            plan.needsHashes.insert(SidePath(side, onDisk))
+            return nil
+        }
+        return hash == entry.hash ? .unchanged : .modified
     }
 
     /// `source` changed on `side`; `destination` on the other side is still the base.

@@ -36,6 +36,7 @@ public final class PairRuntime: @unchecked Sendable {
     let store: JournalRecordStore
     var watchers: [Side: TreeWatcher] = [:]
     var batcher: EngineBatcherState
+    var paused = false
 
     enum Message: Sendable {
         case events(Side, [WatchEvent])
@@ -87,12 +88,27 @@ public final class PairRuntime: @unchecked Sendable {
 
     public func stop() { inbox.post(.stop) }
 
+    /// While paused, changes are collected but nothing is copied.
+    public func setPaused(_ paused: Bool) {
+        perform { [self] in
+            self.paused = paused
+            engine.state.withLock { $0.status.phase = paused ? .paused : .idle }
+            engine.emit(.phase(paused ? .paused : .idle))
+            if !paused { batcher.batcher.add(.rescanAll, now: clock.monotonicNow) }
+        }
+    }
+
+    /// Rescans both folders now.
+    public func requestRescan() {
+        perform { [self] in batcher.batcher.add(.rescanAll, now: clock.monotonicNow) }
+    }
+
     /// Runs `work` on the engine thread, between sync passes.
     public func perform(_ work: @escaping @Sendable () -> Void) { inbox.post(.run(work)) }
 
     func loop() {
         while true {
-            let deadlines = [batcher.batcher.nextDeadline, engine.nextRetry, batcher.nextRescan, batcher.nextPoll,
+            let deadlines = [paused ? nil : batcher.batcher.nextDeadline, engine.nextRetry, batcher.nextRescan, batcher.nextPoll,
                              isHalted ? clock.monotonicNow + 2_000_000_000 : nil]
             for message in inbox.wait(until: deadlines.compactMap { $0 }.min(), clock: clock) {
                 switch message {
@@ -115,7 +131,7 @@ public final class PairRuntime: @unchecked Sendable {
                 batcher.batcher.add(.rescanAll, now: now)
                 batcher.nextPoll = now + options.pollInterval
             }
-            guard let batch = batcher.batcher.take(now: now) else { continue }
+            guard !paused, let batch = batcher.batcher.take(now: now) else { continue }
             switch batch {
             case .everything: engine.sync(nil)
             case .paths(let paths): engine.sync(paths)

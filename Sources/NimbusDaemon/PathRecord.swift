@@ -39,7 +39,7 @@ enum PathRecordCodec {
         write(record.base.local, to: &w)
         write(record.base.cloud, to: &w)
         if let hash = record.base.hash {
-            w.writeUInt8(1)
+            w.writeUInt8(record.base.isAmbiguous ? 2 : 1)
             w.writeUInt64(hash.value)
         } else {
             w.writeUInt8(0)
@@ -60,11 +60,12 @@ enum PathRecordCodec {
         guard try r.readUInt8() == version else { throw CorruptRecord() }
         let local = try readMetadata(&r)
         let cloud = try readMetadata(&r)
-        let hash = try r.readUInt8() == 1 ? ContentHash(value: try r.readUInt64(), size: local.size) : nil
+        let hashFlag = try r.readUInt8()
+        let hash = hashFlag != 0 ? ContentHash(value: try r.readUInt64(), size: local.size) : nil
         guard let residency = Residency(rawValue: try r.readUInt8()) else { throw CorruptRecord() }
         let lastOpened = try r.readInt64()
         let copy = try r.readUInt8() == 1 ? try RelativePath(validating: try r.readLengthPrefixed()) : nil
-        return PathRecord(base: BaseEntry(local: local, cloud: cloud, hash: hash), residency: residency,
+        return PathRecord(base: BaseEntry(local: local, cloud: cloud, hash: hash, isAmbiguous: hashFlag == 2), residency: residency,
                           lastOpened: lastOpened, conflictCopy: copy)
     }
 

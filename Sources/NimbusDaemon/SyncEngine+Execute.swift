@@ -35,6 +35,7 @@ extension SyncEngine {
         if let batch, !batch.isEmpty { installBatch(batch, again: &again) }
         for conflict in plan.conflicts {
             updateRecord(conflict.path) { $0.conflictCopy = conflict.conflictCopy }
+            emit(.conflict(conflict.path, copy: conflict.conflictCopy))
             log.notice("conflict on \(conflict.path): both sides changed it; the cloud version keeps the name, this device's version is kept as \(conflict.conflictCopy)")
         }
         return again
@@ -80,7 +81,8 @@ extension SyncEngine {
             try system(side).setAttributes(path, mode: source.mode, mtime: nil)
             refresh(path)
         case .record(let path, let l, let c, let hash):
-            updateRecord(path, creating: BaseEntry(local: l, cloud: c, hash: hash)) { $0.base = BaseEntry(local: l, cloud: c, hash: hash) }
+            let base = BaseEntry(local: l, cloud: c, hash: hash, isAmbiguous: isFresh(l))
+            updateRecord(path, creating: base) { $0.base = base }
         case .forget(let path):
             setRecord(path, nil)
         case .rebase(let from, let to):
@@ -111,15 +113,19 @@ extension SyncEngine {
         let displaced = pending.side == .cloud && pending.replacing != nil
             ? VersionStore(device: settings.deviceName).location(for: pending.path, at: clock.wallNow) : nil
         let installed: FileMetadata
+        var hash: ContentHash?
         do {
+            // A fresh mtime may hide a same-size rewrite in the same tick: keep the hash of
+            // exactly what was copied (the temporary file, which nobody else touches).
+            if isFresh(pending.source) { hash = try fs.contentHash(of: pending.prepared.temporary) }
             installed = try fs.install(pending.prepared, at: pending.path, replacing: pending.replacing,
                                        displacedTo: displaced, durable: durable)
         } catch {
             fs.discard(pending.prepared)
             throw error
         }
-        let base = pending.side == .cloud ? BaseEntry(local: pending.source, cloud: installed)
-                                          : BaseEntry(local: installed, cloud: pending.source)
+        let base = pending.side == .cloud ? BaseEntry(local: pending.source, cloud: installed, hash: hash, isAmbiguous: true)
+                                          : BaseEntry(local: installed, cloud: pending.source, hash: hash, isAmbiguous: true)
         updateRecord(pending.path, creating: base) { $0.base = base }
         state.withLock {
             $0.status.filesCopied += 1
@@ -158,9 +164,16 @@ extension SyncEngine {
     func removeKeepingVersion(_ path: RelativePath, on side: Side) throws {
         let fs = system(side)
         guard side == .cloud else { return try fs.removeFile(path) }
-        let location = VersionStore(device: settings.deviceName).location(for: path, at: clock.wallNow)
-        try makeDirectories(location.parent, in: fs)
-        try fs.rename(path, to: location, replacing: false)
+        let store = VersionStore(device: settings.deviceName)
+        let now = clock.wallNow
+        try makeDirectories(store.location(for: path, at: now).parent, in: fs)
+        for attempt in 1... {
+            do {
+                return try fs.rename(path, to: store.location(for: path, at: now, attempt: attempt), replacing: false)
+            } catch let error as SystemError where error.errno == .fileExists && attempt < 100 {
+                continue
+            }
+        }
     }
 
     func makeDirectories(_ path: RelativePath, in fs: FS) throws {
@@ -193,6 +206,7 @@ extension SyncEngine {
             let message = Self.explain(error, action: action)
             log.error(message)
             setTransient(path, .error(message))
+            emit(.error(path, message))
             scheduleRetry(path, error: message)
             state.withLock { $0.status.lastError = message }
         }
@@ -241,12 +255,24 @@ extension SyncEngine {
         if let record { store.put(path, record) }
     }
 
-    /// Records what both sides hold at `path` now.
+    /// Records what both sides hold at `path` now. A file whose content did not change
+    /// (a chmod, a rename) keeps its hash and ambiguity.
     func refresh(_ path: RelativePath) {
         guard let l = try? local.metadata(of: path), let c = try? cloud.metadata(of: path) else {
             return setRecord(path, nil)
         }
-        updateRecord(path, creating: BaseEntry(local: l, cloud: c)) { $0.base = BaseEntry(local: l, cloud: c) }
+        updateRecord(path, creating: BaseEntry(local: l, cloud: c)) { record in
+            let old = record.base
+            let sameContent = l.kind == .file && old.kind == .file && old.local.size == l.size && old.local.mtime == l.mtime
+            record.base = BaseEntry(local: l, cloud: c, hash: sameContent ? old.hash : nil,
+                                    isAmbiguous: sameContent && old.isAmbiguous)
+        }
+    }
+
+    /// A file changed so recently that a same-size write within the same timestamp tick
+    /// would not show in its metadata.
+    func isFresh(_ metadata: FileMetadata) -> Bool {
+        metadata.kind == .file && clock.wallNow - metadata.mtime < BaseEntry.ambiguityWindow
     }
 
     func rekey(from: RelativePath, to: RelativePath) {
@@ -264,9 +290,11 @@ extension SyncEngine {
 
     func setTransient(_ path: RelativePath, _ fileState: FileState) {
         state.withLock { $0.transient[path] = fileState }
+        emit(.stateChanged(path, fileState))
     }
 
     func clearTransient(_ path: RelativePath) {
-        state.withLock { $0.transient[path] = nil }
+        let had = state.withLock { $0.transient.removeValue(forKey: path) != nil }
+        if had, let now = entry(path)?.state { emit(.stateChanged(path, now)) }
     }
 }

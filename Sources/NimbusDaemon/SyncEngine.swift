@@ -15,6 +15,7 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
     let rootNames: (local: String, cloud: String)
     let settingsBox: Mutex<EngineSettings>
     let state: Mutex<EngineState>
+    let eventHandler = Mutex<(@Sendable (EngineEvent) -> Void)?>(nil)
 
     struct EngineState {
         var index: SyncIndex
@@ -48,6 +49,12 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
     }
 
     public var status: EngineStatus { state.withLock { $0.status } }
+
+    /// Receives state changes, conflicts and errors (for `watch`). Called on the engine
+    /// thread: it must not block.
+    public func onEvent(_ handler: (@Sendable (EngineEvent) -> Void)?) { eventHandler.withLock { $0 = handler } }
+
+    func emit(_ event: EngineEvent) { eventHandler.withLock { $0 }?(event) }
 
     func system(_ side: Side) -> FS { side == .local ? local : cloud }
 
@@ -114,17 +121,18 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
                 defer { s.status.phase = .halted(message) }
                 return s.status.phase != .halted(message)
             }
-            if isNew { log.error(message) }
+            if isNew { log.error(message); emit(.phase(.halted(message))) }
             return false
         }
     }
 
     func setPhase(_ phase: EnginePhase) {
-        state.withLock { s in
-            if case .halted = s.status.phase { return }
-            s.status.phase = phase
-            s.status.tracked = s.index.count
+        let changed = state.withLock { s -> Bool in
+            if case .halted = s.status.phase { return false }
+            defer { s.status.phase = phase; s.status.tracked = s.index.count }
+            return s.status.phase != phase
         }
+        if changed { emit(.phase(phase)) }
     }
 
     /// The outermost paths to look at. A path whose parent was never synced is widened to
@@ -165,33 +173,37 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
                 }
             }
         }
+        var unreadable: [RelativePath] = []
         for root in roots {
             for side in Side.allCases {
                 let fs = system(side)
                 var found: [RelativePath: FileMetadata] = [:]
                 do {
+                    var scan: ScanResult?
                     if root.isRoot {
-                        let scan = try fs.scan(.root) { !excluded($0, true) }
-                        for problem in scan.problems { log.warning("cannot read \(problem.path) in the \(side) folder: \(problem.errno)") }
-                        for (path, meta) in scan.entries where !excluded(path, meta.kind == .directory) { found[path] = meta }
+                        scan = try fs.scan(.root) { !excluded($0, true) }
                     } else if let meta = try fs.metadata(of: root), !excluded(root, meta.kind == .directory) {
                         found[root] = meta
-                        if meta.kind == .directory {
-                            let scan = try fs.scan(root) { !excluded($0, true) }
-                            for (path, meta) in scan.entries where !excluded(path, meta.kind == .directory) { found[path] = meta }
-                        }
+                        if meta.kind == .directory { scan = try fs.scan(root) { !excluded($0, true) } }
+                    }
+                    for (path, meta) in scan?.entries ?? [] where !excluded(path, meta.kind == .directory) { found[path] = meta }
+                    for (problem, path) in zip(scan?.problems ?? [], scan?.incomplete ?? []) {
+                        log.warning("cannot read \(path) in the \(side) folder: \(problem.errno); it is left as it is and retried")
+                        unreadable.append(path)
                     }
                 } catch {
-                    // An unreadable scope must not look like a deletion: leave it out entirely.
                     log.warning("cannot scan \(root) in the \(side) folder: \(error); it will be retried")
-                    scheduleRetry(root, error: "\(error)")
-                    views.base = views.base.filter { !root.contains($0.key) }
-                    views.local = views.local.filter { !root.contains($0.key) }
-                    views.cloud = views.cloud.filter { !root.contains($0.key) }
-                    continue
+                    unreadable.append(root)
                 }
                 if side == .local { views.local.merge(found) { $1 } } else { views.cloud.merge(found) { $1 } }
             }
+        }
+        // What could not be read must not look like a deletion: leave it out entirely.
+        for path in unreadable {
+            scheduleRetry(path, error: "unreadable")
+            views.base = views.base.filter { !path.contains($0.key) }
+            views.local = views.local.filter { !path.contains($0.key) }
+            views.cloud = views.cloud.filter { !path.contains($0.key) }
         }
         return views
     }
@@ -200,8 +212,10 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
         let s = settings
         let namer = ConflictNamer(device: s.deviceName, wallTime: clock.wallNow, utcOffsetSeconds: s.utcOffsetSeconds)
         var plan = reconcile(base: views.base, local: views.local, cloud: views.cloud, namer: namer)
-        if !plan.needsHashes.isEmpty {
-            var hashes = SideHashes()
+        var hashes = SideHashes()
+        // A path may need hashes for two reasons in turn (verifying an ambiguous base, then
+        // comparing both sides), so allow a few rounds.
+        for _ in 0..<3 where !plan.needsHashes.isEmpty {
             for request in plan.needsHashes {
                 do {
                     let hash = try system(request.side).contentHash(of: request.path)

@@ -173,6 +173,8 @@ private struct Scanner {
     }
 }
 
+// MARK: - Text helpers shared by the config-file and flag parsers
+
 /// "Did you mean …?" for misspelt keys, sections, flags and values.
 enum Spelling {
     /// The candidate closest to `input` by edit distance (a transposition counts as one

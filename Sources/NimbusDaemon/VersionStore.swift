@@ -17,10 +17,11 @@ public struct VersionStore: Sendable {
     let device: String
 
     /// A fresh place for the version of `path` displaced at `wallTime`.
-    func location(for path: RelativePath, at wallTime: Int64) -> RelativePath {
+    func location(for path: RelativePath, at wallTime: Int64, attempt: Int = 1) -> RelativePath {
         let namer = ConflictNamer(device: device, wallTime: wallTime)
         let stamp = namer.timestamp.replacingSpaces() + "." + String(wallTime % 1_000_000_000)
-        let name = Array("\(stamp)-\(namer.safeDevice)\(Self.suffix)".utf8)
+        let counter = attempt > 1 ? "-\(attempt)" : ""
+        let name = Array("\(stamp)-\(namer.safeDevice)\(counter)\(Self.suffix)".utf8)
         return try! RootMarkers.versions.appending(path).appending(name: name)
     }
 

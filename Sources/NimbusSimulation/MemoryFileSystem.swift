@@ -87,6 +87,7 @@ public final class MemoryFileSystem: FileSystem {
                 try scanEntries(of: path, into: &result, descend: descend)
             } catch let error as SystemError {
                 result.problems.append(error)
+                result.incomplete.append(path)
             }
         }
     }

@@ -74,10 +74,15 @@ public protocol FileSystem: Sendable {
 public struct ScanResult: Sendable {
     public var entries: [(path: RelativePath, metadata: FileMetadata)]
     public var problems: [SystemError]
+    /// The paths whose own entry or contents could not be read (each problem's path): what
+    /// is below them is incomplete and must not be taken as deleted.
+    public var incomplete: [RelativePath]
 
-    public init(entries: [(path: RelativePath, metadata: FileMetadata)] = [], problems: [SystemError] = []) {
+    public init(entries: [(path: RelativePath, metadata: FileMetadata)] = [], problems: [SystemError] = [],
+                incomplete: [RelativePath] = []) {
         self.entries = entries
         self.problems = problems
+        self.incomplete = incomplete
     }
 }
 

@@ -31,6 +31,7 @@ public struct Scanner {
                     try walk.list(next, descend: descend)
                 } catch let problem as SystemError {
                     walk.result.problems.append(problem)
+                    walk.result.incomplete.append(next)
                 }
             }
             return walk.result
@@ -81,6 +82,7 @@ private struct Walk {
                 name = next
             } catch let error as Errno {
                 result.problems.append(error.at("readdir", directory.shown))
+                result.incomplete.append(directory)
                 break
             }
             if isDotOrDotDot(name) { continue }
@@ -101,7 +103,10 @@ private struct Walk {
             guard status.st_mode & S_IFMT == S_IFLNK else { return FileMetadata(status) }
             return FileMetadata(status, symlinkTarget: try readTarget(name, in: fd))
         } catch let error as Errno {
-            if error != .noSuchFile { result.problems.append(error.at("lstat", path.shown)) }
+            if error != .noSuchFile {
+                result.problems.append(error.at("lstat", path.shown))
+                result.incomplete.append(path)
+            }
             return nil
         } catch {
             preconditionFailure("the seam throws only Errno: \(error)")

@@ -92,16 +92,20 @@ struct SimulationRun {
     /// Content that must survive a pass: everything, except a synced (base) copy whose twin on
     /// the other side the user has since changed — the design lets that copy be replaced.
     func preciousContents() -> [String: [RelativePath]] {
-        let index = engine.state.withLock { $0.index }
+        let records = engine.state.withLock { $0.index.records }
         var result: [String: [RelativePath]] = [:]
         for (side, disk, other) in [(Side.local, localDisk, cloudDisk), (.cloud, cloudDisk, localDisk)] {
+            // Records by inode, so a synced file that was moved since is still recognised.
+            let byInode = Dictionary(grouping: records, by: { $0.value.base[side].inode })
             for (content, paths) in disk.contents() {
                 for path in paths {
-                    if let base = index[path]?.base,
-                       let current = try? disk.metadata(of: path), current.isUnchanged(from: base[side]) {
-                        let twin = try? other.metadata(of: path)
-                        if twin == nil || !twin!.isUnchanged(from: base[side.other]) { continue }
+                    let current = try? disk.metadata(of: path)
+                    let replaceable = (current.flatMap { byInode[$0.inode] } ?? []).contains { recorded, record in
+                        guard current!.isUnchanged(from: record.base[side]) else { return false }
+                        let twin = try? other.metadata(of: recorded)
+                        return twin == nil || !twin!.isUnchanged(from: record.base[side.other])
                     }
+                    if replaceable { continue }
                     result[content, default: []].append(path)
                 }
             }

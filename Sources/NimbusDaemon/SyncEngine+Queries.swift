@@ -1,0 +1,133 @@
+import NimbusCore
+import NimbusSystem
+
+/// One path as the control protocol shows it.
+public struct EntryInfo: Hashable, Sendable {
+    public var path: RelativePath
+    public var kind: FileKind
+    public var size: Int64
+    public var mtime: Int64
+    public var state: FileState
+    public var conflictCopy: RelativePath?
+    public var residency: Residency
+}
+
+/// Something that happened, for `watch` subscribers.
+public enum EngineEvent: Sendable, Hashable {
+    case stateChanged(RelativePath, FileState)
+    case conflict(RelativePath, copy: RelativePath)
+    case error(RelativePath, String)
+    case phase(EnginePhase)
+}
+
+public enum ConflictChoice: String, Sendable, CaseIterable {
+    /// Keep this device's version (the conflict copy) under the original name.
+    case local
+    /// Keep the cloud's version, which already has the name; the conflict copy is removed
+    /// (it stays in the cloud's versions store).
+    case cloud
+    /// Keep both: the conflict copy stays as a file of its own.
+    case both
+}
+
+public struct EngineRequestError: Error, Hashable, Sendable, CustomStringConvertible {
+    public enum Kind: String, Sendable { case notFound, notInConflict, invalidArgument, failed }
+    public var kind: Kind
+    public var message: String
+    public var description: String { message }
+}
+
+extension SyncEngine {
+    /// The state of `path`, from the index, the transient states and what is on disk.
+    public func entry(_ path: RelativePath) -> EntryInfo? {
+        let (record, transient) = state.withLock { ($0.index[path], $0.transient[path]) }
+        let current = try? local.metadata(of: path)
+        guard let meta = current ?? record?.base.local else { return nil }
+        var fileState: FileState = .local
+        if let transient {
+            fileState = transient
+        } else if let record {
+            if record.conflictCopy != nil {
+                fileState = .conflict
+            } else if let current, !current.isUnchanged(from: record.base.local) {
+                fileState = .local  // changed here, waiting to upload
+            } else {
+                fileState = .downloaded
+            }
+        }
+        return EntryInfo(path: path, kind: meta.kind, size: meta.kind == .file ? meta.size : 0, mtime: meta.mtime,
+                         state: fileState, conflictCopy: record?.conflictCopy, residency: record?.residency ?? .auto)
+    }
+
+    /// The entries directly in `directory` (or everything below it when `recursive`), sorted.
+    public func entries(under directory: RelativePath, recursive: Bool) throws -> [EntryInfo] {
+        guard let meta = try local.metadata(of: directory) else {
+            throw EngineRequestError(kind: .notFound, message: "\(directory) does not exist in the local folder")
+        }
+        guard meta.kind == .directory else { return entry(directory).map { [$0] } ?? [] }
+        let scan = try local.scan(directory) { recursive && !self.isExcluded($0) }
+        return scan.entries.lazy
+            .filter { (recursive || $0.path.parent == directory) && !self.isExcluded($0.path) }
+            .compactMap { self.entry($0.path) }
+            .sorted { $0.path < $1.path }
+    }
+
+    func isExcluded(_ path: RelativePath) -> Bool {
+        path == RootMarkers.local || TemporaryName.isTemporary(path.name)
+    }
+
+    public func conflicts() -> [Conflict] {
+        state.withLock { s in
+            s.index.records.compactMap { path, record in record.conflictCopy.map { Conflict(path: path, conflictCopy: $0) } }
+        }.sorted { $0.path < $1.path }
+    }
+
+    /// Settles a conflict. Runs on the engine thread (`PairRuntime.perform`).
+    public func resolve(_ path: RelativePath, keep choice: ConflictChoice) throws {
+        guard let copy = state.withLock({ $0.index[path]?.conflictCopy }) else {
+            throw EngineRequestError(kind: .notInConflict, message: "\(path) is not in conflict")
+        }
+        switch choice {
+        case .both:
+            break
+        case .cloud:
+            if try local.metadata(of: copy) != nil { try local.removeFile(copy) }
+        case .local:
+            guard try local.metadata(of: copy) != nil else {
+                throw EngineRequestError(kind: .notFound, message: "the conflict copy \(copy) is gone; nothing to keep")
+            }
+            try local.rename(copy, to: path, replacing: true)
+        }
+        updateRecord(path) { $0.conflictCopy = nil }
+        commit()
+        sync([path, copy])
+    }
+
+    public func versions(of path: RelativePath) throws -> [VersionStore.Version] {
+        try VersionStore(device: settings.deviceName).versions(of: path, in: cloud)
+    }
+
+    /// Brings a version back into the cloud folder (at `target`, default its own path), from
+    /// where it syncs down like any change. What it replaces is itself kept as a version.
+    /// Runs on the engine thread.
+    public func restore(_ path: RelativePath, versionID: String?, to target: RelativePath?) throws -> RelativePath {
+        let all = try versions(of: path)
+        guard let version = versionID.map({ id in all.first { $0.id == id } }) ?? all.first else {
+            throw EngineRequestError(kind: .notFound, message: versionID == nil ? "\(path) has no kept versions"
+                                                                                 : "\(path) has no version \(versionID!)")
+        }
+        let destination = target ?? path
+        if let existing = try cloud.metadata(of: destination) {
+            guard existing.kind != .directory else {
+                throw EngineRequestError(kind: .invalidArgument, message: "\(destination) is a folder; restore to another path with --to")
+            }
+            try removeKeepingVersion(destination, on: .cloud)
+        }
+        try makeDirectories(destination.parent, in: cloud)
+        // Copy rather than move, so the version stays available.
+        let prepared = try cloud.prepareCopy(of: version.location, from: cloud, expected: version.metadata, durable: true) { _ in }
+        _ = try cloud.install(prepared, at: destination, replacing: nil, displacedTo: nil, durable: true)
+        sync([destination])
+        return destination
+    }
+}

@@ -1,0 +1,142 @@
+import Testing
+import NimbusCore
+import NimbusSimulation
+import NimbusSystem
+@testable import NimbusDaemon
+
+/// A synced pair in memory, for deterministic scenarios.
+struct Pair {
+    let clock = ManualClock()
+    let local: MemoryFileSystem
+    let cloud: MemoryFileSystem
+    let store = MemoryRecordStore()
+    let engine: SyncEngine<MemoryFileSystem>
+
+    init(settings: (inout EngineSettings) -> Void = { _ in }, cloudCapacity: Int64 = 1 << 40) {
+        local = MemoryFileSystem(time: clock.timeSource, device: 1)
+        cloud = MemoryFileSystem(time: clock.timeSource, capacity: cloudCapacity, temporaryDirectory: RootMarkers.temporary, device: 2)
+        var s = EngineSettings(deviceName: "laptop")
+        settings(&s)
+        engine = SyncEngine(local: local, cloud: cloud, store: store, records: [:], clock: clock, settings: s,
+                            log: .silent, rootNames: ("L", "C"))
+    }
+
+    func content(_ fs: MemoryFileSystem, _ path: String) -> String? {
+        guard case .file(let bytes)? = fs.snapshot()[rp(path)]?.content else { return nil }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    func sync() {
+        clock.advance(by: 1_000_000_000)
+        engine.sync(nil)
+    }
+}
+
+@Suite struct EngineScenarioTests {
+    @Test func anUnreadableFolderIsNeitherDeletedNorCopied() throws {
+        let pair = Pair()
+        try pair.local.write(rp("d/a"), Array("one".utf8))
+        pair.engine.start()
+        #expect(pair.content(pair.cloud, "d/a") == "one")
+        try pair.local.setAttributes(rp("d"), mode: 0o000, mtime: nil)
+        pair.sync()
+        #expect(pair.content(pair.cloud, "d/a") == "one", "the cloud copy must survive an unreadable local folder")
+        try pair.local.setAttributes(rp("d"), mode: 0o755, mtime: nil)
+        try pair.local.write(rp("d/b"), Array("two".utf8))
+        pair.sync()
+        #expect(pair.content(pair.cloud, "d/b") == "two")
+    }
+
+    @Test func massDeletesAreHeldUntilConfirmed() throws {
+        let pair = Pair()
+        for i in 0..<300 { try pair.local.write(rp("f\(i)"), Array("x\(i)".utf8)) }
+        pair.engine.start()
+        for i in 0..<250 { try pair.local.removeFile(rp("f\(i)")) }
+        pair.sync()
+        #expect(pair.engine.status.heldDeletes == 250)
+        #expect(pair.content(pair.cloud, "f0") == "x0", "held deletions must not happen")
+        #expect(pair.engine.confirmDeletes() == 250)
+        #expect(pair.content(pair.cloud, "f0") == nil)
+        #expect(pair.content(pair.cloud, "f299") == "x299")
+        #expect(pair.engine.status.heldDeletes == 0)
+        // The deleted content is kept in the versions store.
+        #expect(try pair.engine.versions(of: rp("f0")).count == 1)
+    }
+
+    @Test func revertedDeletesComeBack() throws {
+        let pair = Pair()
+        for i in 0..<200 { try pair.local.write(rp("f\(i)"), Array("x\(i)".utf8)) }
+        pair.engine.start()
+        for i in 0..<200 { try pair.cloud.removeFile(rp("f\(i)")) }
+        pair.sync()
+        #expect(pair.engine.status.heldDeletes == 200)
+        #expect(pair.engine.revertDeletes() == 200)
+        #expect(pair.content(pair.cloud, "f7") == "x7")
+        #expect(pair.content(pair.local, "f7") == "x7")
+    }
+
+    @Test func aMissingCloudMarkerHaltsWithoutDeleting() throws {
+        let pair = Pair()
+        try pair.local.write(rp("a"), Array("keep".utf8))
+        pair.engine.start()
+        // The cloud disk is "unmounted": an empty folder in its place.
+        try pair.cloud.removeRecursively(.root)
+        try pair.cloud.makeDirectories(.root)
+        pair.sync()
+        guard case .halted(let message) = pair.engine.status.phase else {
+            Issue.record("expected the pair to halt, got \(pair.engine.status.phase)")
+            return
+        }
+        #expect(message.contains("no Nimbus marker"))
+        #expect(pair.content(pair.local, "a") == "keep")
+    }
+
+    @Test func overwrittenCloudContentIsKeptAsAVersionAndRestorable() throws {
+        let pair = Pair()
+        try pair.local.write(rp("doc.txt"), Array("v1".utf8))
+        pair.engine.start()
+        try pair.local.write(rp("doc.txt"), Array("v2".utf8))
+        pair.sync()
+        #expect(pair.content(pair.cloud, "doc.txt") == "v2")
+        let versions = try pair.engine.versions(of: rp("doc.txt"))
+        #expect(versions.count == 1)
+        _ = try pair.engine.restore(rp("doc.txt"), versionID: versions[0].id, to: nil)
+        #expect(pair.content(pair.cloud, "doc.txt") == "v1")
+        #expect(pair.content(pair.local, "doc.txt") == "v1")
+        #expect(try pair.engine.versions(of: rp("doc.txt")).count == 2, "the replaced v2 is kept too")
+    }
+
+    @Test func aConflictKeepsBothVersionsAndCanBeResolved() throws {
+        let pair = Pair()
+        try pair.local.write(rp("notes.md"), Array("base".utf8))
+        pair.engine.start()
+        try pair.local.write(rp("notes.md"), Array("mine".utf8))
+        try pair.cloud.write(rp("notes.md"), Array("theirs!".utf8))
+        pair.sync()
+        let conflicts = pair.engine.conflicts()
+        #expect(conflicts.count == 1)
+        #expect(pair.content(pair.local, "notes.md") == "theirs!")
+        let copy = try #require(conflicts.first?.conflictCopy)
+        #expect(copy.description.hasPrefix("notes (conflict from laptop "))
+        #expect(pair.content(pair.cloud, copy.description) == "mine")
+        #expect(pair.engine.entry(rp("notes.md"))?.state == .conflict)
+        try pair.engine.resolve(rp("notes.md"), keep: .local)
+        #expect(pair.content(pair.local, "notes.md") == "mine")
+        #expect(pair.content(pair.cloud, "notes.md") == "mine")
+        #expect(pair.engine.conflicts().isEmpty)
+    }
+
+    @Test func aFullCloudDiskIsAnErrorStateThenRecovers() throws {
+        let pair = Pair(cloudCapacity: 1000)
+        pair.engine.start()
+        try pair.local.write(rp("big"), [UInt8](repeating: 7, count: 5000))
+        pair.sync()
+        #expect(pair.engine.entry(rp("big"))?.state.message?.contains("disk is full") == true)
+        #expect(pair.cloud.snapshot()[rp("big")] == nil, "no partial file")
+        pair.cloud.capacity = 1 << 20
+        pair.clock.advance(by: 5_000_000_000)
+        pair.engine.sync(pair.engine.dueRetries())
+        #expect(pair.cloud.snapshot()[rp("big")] != nil)
+        #expect(pair.engine.entry(rp("big"))?.state == .downloaded)
+    }
+}
