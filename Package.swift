@@ -18,7 +18,7 @@ let package = Package(
         .target(name: "NimbusSystem", dependencies: ["CNimbus"], swiftSettings: strict),
         .target(name: "NimbusCore", dependencies: ["NimbusSystem"], swiftSettings: strict),
         .target(name: "NimbusJournal", dependencies: ["NimbusCore", "NimbusSystem"], swiftSettings: strict),
-        .target(name: "NimbusProtocol", dependencies: ["NimbusCore"], swiftSettings: strict),
+        .target(name: "NimbusProtocol", dependencies: ["NimbusCore"], exclude: ["PROTOCOL.md"], swiftSettings: strict),
         .target(name: "NimbusDaemon",
                 dependencies: ["NimbusCore", "NimbusJournal", "NimbusProtocol", "NimbusSystem"],
                 swiftSettings: strict),

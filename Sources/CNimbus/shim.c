@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "CNimbus.h"
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -61,4 +62,12 @@ const int CNIMBUS_O_TMPFILE = O_TMPFILE;
 
 int cnimbus_pipe_cloexec(int fds[2]) {
     return pipe2(fds, O_CLOEXEC);
+}
+
+int cnimbus_probe_read_lease(int fd) {
+    if (fcntl(fd, F_SETLEASE, F_RDLCK) == 0) {
+        fcntl(fd, F_SETLEASE, F_UNLCK);
+        return 1;
+    }
+    return (errno == EAGAIN || errno == EBUSY) ? 0 : -1;
 }

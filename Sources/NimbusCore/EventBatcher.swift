@@ -7,11 +7,14 @@ import NimbusSystem
 ///   changed permissions) is ready at once.
 /// - A file being written (`modified`, or created and still open) waits until it is closed or
 ///   has been quiet for `quietPeriod`, so half-written files are not uploaded.
+/// - Deletions wait until no deletion has come for `deletionQuiet`, so that an `rm -r` or a
+///   disk being emptied arrives as one batch and the mass-delete guard sees all of it.
 /// - Past `maximumPending` paths, or after a lost event, the batch becomes a full rescan.
 public struct EventBatcher: Sendable {
     public enum Hint: Sendable, Equatable {
         case settled(RelativePath)
         case writing(RelativePath)
+        case deleted(RelativePath)
         /// Events were lost or the tree is unknown: look at everything.
         case rescanAll
     }
@@ -22,14 +25,18 @@ public struct EventBatcher: Sendable {
     }
 
     public var quietPeriod: Int64
+    public var deletionQuiet: Int64
     public var maximumPending: Int
 
     private var ready: Set<RelativePath> = []
     private var writing: [RelativePath: Int64] = [:]
+    private var deletions: Set<RelativePath> = []
+    private var deletionsDue: Int64 = 0
     private var rescan = false
 
-    public init(quietPeriod: Int64 = 2_000_000_000, maximumPending: Int = 50_000) {
+    public init(quietPeriod: Int64 = 2_000_000_000, deletionQuiet: Int64 = 200_000_000, maximumPending: Int = 50_000) {
         self.quietPeriod = quietPeriod
+        self.deletionQuiet = deletionQuiet
         self.maximumPending = maximumPending
     }
 
@@ -39,12 +46,18 @@ public struct EventBatcher: Sendable {
             writing[path] = nil
             ready.insert(path)
         case .writing(let path):
-            // Every write restarts the quiet period.
-            if !ready.contains(path) { writing[path] = now + quietPeriod }
+            // Written again after it was closed: wait for the next close (or quiet) instead
+            // of copying it mid-write. Every write restarts the quiet period.
+            ready.remove(path)
+            writing[path] = now + quietPeriod
+        case .deleted(let path):
+            writing[path] = nil
+            deletions.insert(path)
+            deletionsDue = now + deletionQuiet
         case .rescanAll:
             rescan = true
         }
-        if ready.count + writing.count > maximumPending { rescan = true }
+        if ready.count + writing.count + deletions.count > maximumPending { rescan = true }
     }
 
     /// Everything that is ready at `now`, or nil when nothing is.
@@ -53,7 +66,12 @@ public struct EventBatcher: Sendable {
             rescan = false
             ready = []
             writing = [:]
+            deletions = []
             return .everything
+        }
+        if !deletions.isEmpty && deletionsDue <= now {
+            ready.formUnion(deletions)
+            deletions = []
         }
         for (path, deadline) in writing where deadline <= now {
             writing[path] = nil
@@ -67,8 +85,10 @@ public struct EventBatcher: Sendable {
     /// When the next file being written becomes due (nil: nothing is waiting).
     public var nextDeadline: Int64? {
         if rescan || !ready.isEmpty { return 0 }
-        return writing.values.min()
+        let writes = writing.values.min()
+        guard !deletions.isEmpty else { return writes }
+        return min(writes ?? deletionsDue, deletionsDue)
     }
 
-    public var isIdle: Bool { !rescan && ready.isEmpty && writing.isEmpty }
+    public var isIdle: Bool { !rescan && ready.isEmpty && writing.isEmpty && deletions.isEmpty }
 }

@@ -26,7 +26,7 @@ public struct OwnerID: RawRepresentable, Hashable, Sendable, CustomStringConvert
 /// One request as the `locks` protocol method shows it.
 public struct LockInfo: Hashable, Sendable {
     public enum State: String, Hashable, Sendable { case granted, waiting }
-    public let id: LockID
+    public var id: LockID
     public let path: RelativePath
     public let mode: LockMode
     public let owner: OwnerID?

@@ -18,13 +18,35 @@ extension Reconciler {
                 rekey(from: from, to: to, views: [])
             } else if let otherOld, otherNew == nil,
                       Change.between(base: entry[other], current: otherOld) == .unchanged,
-                      to.parent.isRoot || views[other]![to.parent]?.kind == .directory {
+                      let newFolders = foldersToCreate(for: to, on: other, from: side) {
+                // Folders new on `side` that the entry moved into are created first.
+                for folder in newFolders {
+                    let meta = views[side]![folder]!
+                    moves.append(.makeDirectory(folder, on: other, source: meta))
+                    views[other]![folder] = meta
+                    settled.insert(folder)
+                }
                 moves.append(.rename(from: from, to: to, on: other, expected: otherOld))
                 rekey(from: from, to: to, views: [other])
             }
             // Otherwise the rename is not propagated as such: the per-path pass sees a delete
             // and a create, and a change on the other side beats the delete.
         }
+    }
+
+    /// The folders (outermost first) to create on `other` so that `path` can be renamed into
+    /// place there: folders that are new on `side`. Nil when the parent is missing on `other`
+    /// for another reason (then the rename is not propagated as such).
+    func foldersToCreate(for path: RelativePath, on other: Side, from side: Side) -> [RelativePath]? {
+        var missing: [RelativePath] = []
+        var folder = path.parent
+        while !folder.isRoot && views[other]![folder] == nil {
+            guard views[side]![folder]?.kind == .directory, base[folder] == nil else { return nil }
+            missing.append(folder)
+            folder = folder.parent
+        }
+        guard folder.isRoot || views[other]![folder]?.kind == .directory else { return nil }
+        return missing.reversed()
     }
 
     /// Rename pairs on `side`, outermost only (the children of a moved directory move with it).

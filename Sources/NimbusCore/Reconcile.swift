@@ -45,6 +45,8 @@ struct Reconciler {
     /// Directories with something created or modified below them, per side: such a
     /// directory is never deleted to follow the other side (DESIGN §4).
     var changedBelow: [Side: Set<RelativePath>] = [:]
+    /// Paths already settled by the rename pass (folders it creates).
+    var settled: Set<RelativePath> = []
     /// Where entries re-keyed by a planned rename still are on disk, per side.
     var origins: [Side: [RelativePath: RelativePath]] = [.local: [:], .cloud: [:]]
 
@@ -60,7 +62,7 @@ struct Reconciler {
         for side in Side.allCases { propagateRenames(detectedOn: side) }
         for side in Side.allCases { changedBelow[side] = directoriesWithChanges(on: side) }
         let paths = Set(base.keys).union(views[.local]!.keys).union(views[.cloud]!.keys).sorted()
-        for path in paths where !path.isRoot { reconcilePath(path) }
+        for path in paths where !path.isRoot && !settled.contains(path) { reconcilePath(path) }
         // Deletions run children first; everything else parents first (paths are sorted so).
         plan.actions = moves + deletions.reversed() + creations + records
         return plan

@@ -29,8 +29,19 @@ public enum DaemonMain {
             print(text)
             return 0
         case .run(let configuration):
-            return serve(configuration, environment: environment)
+            return serve(configuration, arguments: arguments, environment: environment)
         }
+    }
+
+    /// Reads the configuration again with the same flags (SIGHUP).
+    static func reloadedConfiguration(arguments: [String], environment: [String: String]) throws -> Configuration {
+        let launch = try DaemonArguments.resolve(
+            arguments: arguments, environment: environment,
+            currentDirectory: FileManager.default.currentDirectoryPath,
+            hostname: ProcessInfo.processInfo.hostName, uid: ProcessSupport.userID,
+            readFile: { try ProcessSupport.readFileIfExists($0) })
+        guard case .run(let configuration) = launch else { throw CancellationError() }
+        return configuration
     }
 
     static func runtimeOptions(_ c: Configuration) -> RuntimeOptions {
@@ -47,27 +58,54 @@ public enum DaemonMain {
         return options
     }
 
-    static func serve(_ configuration: Configuration, environment: [String: String]) -> Int32 {
+    static func serve(_ configuration: Configuration, arguments: [String], environment: [String: String]) -> Int32 {
         let log = Logger(threshold: configuration.logLevel)
         let notifier = SystemdNotifier(environment: environment)
         let runtime: PairRuntime
         do {
-            runtime = try PairRuntime(options: runtimeOptions(configuration), log: log)
+            runtime = try PairRuntime(options: runtimeOptions(configuration), log: log, notifier: notifier)
         } catch {
             log.error("cannot start: \(error)")
             return 73  // EX_CANTCREAT: the state directory or journal could not be opened
         }
         log.notice("syncing \(configuration.localRoot) with \(configuration.cloudRoot) as \(configuration.deviceName)")
+        let reloader = ConfigurationReloader(
+            initial: configuration,
+            load: { try reloadedConfiguration(arguments: arguments, environment: environment) },
+            apply: { runtime.reload(runtimeOptions($0)) })
+        let server: ControlServer
+        do {
+            let context = ControlContext(runtime: runtime, instance: configuration.instance, localRoot: configuration.localRoot,
+                                         cloudRoot: configuration.cloudRoot, startedAtNs: SystemClock().wallNow,
+                                         reload: { try reloader.reload() })
+            server = try ControlServer(socketPath: configuration.socketPath, context: context, log: log)
+        } catch {
+            log.error(ControlServer.explainStartFailure(error, socketPath: configuration.socketPath))
+            return 73  // EX_CANTCREAT: the control socket could not be created
+        }
+        server.start()
         let signalQueue = DispatchQueue(label: "nimbus.signals")
-        let sources = ProcessSupport.handleSignals([ProcessSupport.terminate, ProcessSupport.interrupt], on: signalQueue) { _ in
-            notifier.stopping()
-            runtime.stop()
+        let signals = [ProcessSupport.terminate, ProcessSupport.interrupt, ProcessSupport.hangUp]
+        let sources = ProcessSupport.handleSignals(signals, on: signalQueue) { signal in
+            guard signal == ProcessSupport.hangUp else {
+                notifier.stopping()
+                runtime.stop()
+                return
+            }
+            notifier.reloading(monotonicMicroseconds: SystemClock().monotonicNow / 1000)
+            do {
+                let result = try reloader.reload()
+                if !result.needsRestart.isEmpty { log.warning("restart nimbusd to apply: \(result.needsRestart.joined(separator: ", "))") }
+            } catch {
+                log.error("cannot reload the configuration: \(error); the previous one stays in force")
+                notifier.ready(status: runtime.statusLine())
+            }
         }
         runtime.run {
-            let status = runtime.engine.status
-            notifier.ready(status: "Synced \(status.tracked) entries")
-            log.info("ready: \(status.tracked) entries in sync")
+            notifier.ready(status: runtime.statusLine())
+            log.info("ready: \(runtime.statusLine())")
         }
+        server.stop()
         withExtendedLifetime(sources) {}
         log.notice("stopped")
         return 0

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import NimbusCore
 import NimbusSystem
 
@@ -29,7 +30,8 @@ public struct RuntimeOptions: Sendable {
 /// a batcher and a few timers (periodic rescan, cloud polling, retries).
 public final class PairRuntime: @unchecked Sendable {
     public let engine: SyncEngine<DiskFileSystem>
-    public let options: RuntimeOptions
+    /// Changed only on the engine thread (reload); the folders never change while running.
+    public private(set) var options: RuntimeOptions
     let log: Logger
     let clock = SystemClock()
     let inbox = Inbox<Message>()
@@ -37,6 +39,8 @@ public final class PairRuntime: @unchecked Sendable {
     var watchers: [Side: TreeWatcher] = [:]
     var batcher: EngineBatcherState
     var paused = false
+    /// Set before the watchers are woken at shutdown, so their threads do not wait again.
+    let stopping = Atomic<Bool>(false)
 
     enum Message: Sendable {
         case events(Side, [WatchEvent])
@@ -53,14 +57,25 @@ public final class PairRuntime: @unchecked Sendable {
         var polledSides: Set<Side> = []
     }
 
-    public init(options: RuntimeOptions, log: Logger) throws {
+    let notifier: SystemdNotifier
+    var nextWatchdog: Int64?
+    var lastStatus = ""
+
+    public init(options: RuntimeOptions, log: Logger, notifier: SystemdNotifier = SystemdNotifier()) throws {
         self.options = options
         self.log = log
+        self.notifier = notifier
         for root in [options.localRoot, options.cloudRoot] where options.createMissingRoots {
             try makeDirectories(SystemPath(root))
         }
         try makeDirectories(SystemPath(options.stateDirectory), permissions: 0o700)
         let (store, records) = try JournalRecordStore.open(directory: SystemPath(options.stateDirectory).appending("journal"))
+        if records.isEmpty && !options.createMissingRoots {
+            // First pairing: nothing was synced, so a missing local folder cannot be mistaken
+            // for deleted files; create it. A missing cloud folder may be an unmounted mount
+            // point, so it is waited for instead.
+            try? makeDirectories(SystemPath(options.localRoot))
+        }
         self.store = store
         log.info("journal: \(store.recoveryDescription); \(records.count) synced entries")
         let local = DiskFileSystem(root: SystemPath(options.localRoot))
@@ -72,6 +87,84 @@ public final class PairRuntime: @unchecked Sendable {
                                      nextRescan: now + options.rescanInterval,
                                      nextPoll: options.cloudPolls ? now + options.pollInterval : nil)
         if options.cloudPolls { batcher.polledSides.insert(.cloud) }
+        loadIgnoreRules()
+        // The watchdog is fed from the engine thread only, between actions and during copies,
+        // so a stuck engine stops the pings and systemd restarts the daemon.
+        if let interval = notifier.watchdogInterval {
+            nextWatchdog = clock.monotonicNow + interval
+            let clock = self.clock
+            let due = Mutex<Int64>(clock.monotonicNow + interval)
+            engine.onHeartbeat { [notifier] in
+                let now = clock.monotonicNow
+                let send = due.withLock { next -> Bool in
+                    guard now >= next else { return false }
+                    next = now + interval
+                    return true
+                }
+                if send { notifier.watchdog() }
+            }
+        }
+    }
+
+    /// Reads `.nimbusignore` from the local root (gitignore syntax); problems are logged with
+    /// their line. Ignored paths stay local and are never synced.
+    func loadIgnoreRules() {
+        let path = SystemPath(options.localRoot).appending(SystemPath(".nimbusignore"))
+        var bytes: [UInt8] = []
+        do {
+            bytes = try ProcessSupport.readFileIfExists(path.description) ?? []
+        } catch {
+            log.warning("cannot read \(path): \(error); only the default ignore rules apply")
+        }
+        let rules = IgnoreRules(parsing: bytes)
+        for problem in rules.problems { log.warning("\(path):\(problem.line): \(problem.message); the line is skipped") }
+        engine.settings.isIgnored = { rules.isIgnored($0, isDirectory: $1) }
+    }
+
+    /// Applies a new configuration (SIGHUP). Folders cannot change while running.
+    public func reload(_ newOptions: RuntimeOptions) {
+        perform { [self] in
+            if newOptions.localRoot != options.localRoot || newOptions.cloudRoot != options.cloudRoot {
+                log.warning("the local or cloud folder changed in the configuration; restart nimbusd to use the new folders")
+            }
+            var settings = newOptions.engine
+            settings.isIgnored = engine.settings.isIgnored
+            engine.settings = settings
+            options.pollInterval = newOptions.pollInterval
+            options.rescanInterval = newOptions.rescanInterval
+            options.quietPeriod = newOptions.quietPeriod
+            batcher.batcher.quietPeriod = newOptions.quietPeriod
+            loadIgnoreRules()
+            batcher.batcher.add(.rescanAll, now: clock.monotonicNow)
+            log.notice("configuration reloaded")
+            notifier.ready(status: statusLine())
+        }
+    }
+
+    /// Syncs `paths` soon (an application released its lease on them).
+    public func syncSoon(_ paths: [RelativePath]) {
+        perform { [self] in
+            let now = clock.monotonicNow
+            for path in paths { batcher.batcher.add(.settled(path), now: now) }
+        }
+    }
+
+    /// One line for systemd's status and `nimbusctl status`.
+    public func statusLine() -> String {
+        let status = engine.status
+        let (inProgress, errors) = engine.state.withLock { s in
+            (s.transient.values.filter(\.isInProgress).count, s.transient.values.filter { $0.message != nil }.count)
+        }
+        switch status.phase {
+        case .halted(let reason): return "Stopped: \(reason)"
+        case .paused: return "Paused; \(status.tracked) entries tracked"
+        default:
+            var line = "Synced \(status.tracked) entries"
+            if inProgress > 0 { line += ", \(inProgress) in progress" }
+            if errors > 0 { line += ", \(errors) with errors" }
+            if status.heldDeletes > 0 { line += ", \(status.heldDeletes) deletions held (nimbusctl confirm-deletes / revert-deletes)" }
+            return line
+        }
     }
 
     /// Runs until `stop()`. `onReady` is called once the first full sync is done.
@@ -80,6 +173,7 @@ public final class PairRuntime: @unchecked Sendable {
         engine.start()
         onReady()
         loop()
+        stopping.store(true, ordering: .sequentiallyConsistent)
         for watcher in watchers.values { watcher.wake() }
         for watcher in watchers.values { watcher.close() }
         try? store.commit()
@@ -109,7 +203,7 @@ public final class PairRuntime: @unchecked Sendable {
     func loop() {
         while true {
             let deadlines = [paused ? nil : batcher.batcher.nextDeadline, engine.nextRetry, batcher.nextRescan, batcher.nextPoll,
-                             isHalted ? clock.monotonicNow + 2_000_000_000 : nil]
+                             isHalted ? clock.monotonicNow + 2_000_000_000 : nil, nextWatchdog]
             for message in inbox.wait(until: deadlines.compactMap { $0 }.min(), clock: clock) {
                 switch message {
                 case .stop: return
@@ -122,6 +216,10 @@ public final class PairRuntime: @unchecked Sendable {
                 }
             }
             let now = clock.monotonicNow
+            if let interval = notifier.watchdogInterval, let due = nextWatchdog, now >= due {
+                engine.heartbeat()
+                nextWatchdog = now + interval
+            }
             for path in engine.dueRetries() { batcher.batcher.add(.settled(path), now: now) }
             if now >= batcher.nextRescan || isHalted {
                 batcher.batcher.add(.rescanAll, now: now)
@@ -133,10 +231,19 @@ public final class PairRuntime: @unchecked Sendable {
             }
             guard !paused, let batch = batcher.batcher.take(now: now) else { continue }
             switch batch {
-            case .everything: engine.sync(nil)
-            case .paths(let paths): engine.sync(paths)
+            case .everything:
+                loadIgnoreRules()
+                engine.sync(nil)
+            case .paths(let paths):
+                if paths.contains(RootMarkers.ignoreFile) { loadIgnoreRules() }
+                engine.sync(paths)
             }
             if !isHalted { restartMissingWatchers() }
+            let line = statusLine()
+            if line != lastStatus {
+                lastStatus = line
+                notifier.status(line)
+            }
         }
     }
 
@@ -175,8 +282,8 @@ public final class PairRuntime: @unchecked Sendable {
         }
         watchers[side] = watcher
         let inbox = self.inbox
-        let thread = Thread {
-            while true {
+        let thread = Thread { [self] in
+            while !stopping.load(ordering: .sequentiallyConsistent) {
                 do {
                     let events = try watcher.next(timeout: nil)
                     if events.isEmpty { continue }
@@ -207,6 +314,8 @@ public final class PairRuntime: @unchecked Sendable {
             case .moved(let from):
                 batcher.batcher.add(.settled(from), now: now)
                 batcher.batcher.add(.settled(event.path), now: now)
+            case .deleted, .movedFrom:
+                batcher.batcher.add(.deleted(event.path), now: now)
             case .opened:
                 continue
             case .overflow:

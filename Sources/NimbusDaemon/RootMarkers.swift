@@ -6,6 +6,7 @@ import NimbusSystem
 /// "everything was deleted": an unmounted disk or an empty mount point looks exactly like that.
 enum RootMarkers {
     static let local = try! RelativePath(validating: ".nimbus-root")
+    static let ignoreFile = try! RelativePath(validating: ".nimbusignore")
     static let cloudDirectory = try! RelativePath(validating: ".nimbus")
     static let cloud = try! RelativePath(validating: ".nimbus/root")
     static let versions = try! RelativePath(validating: ".nimbus/versions")

@@ -1,6 +1,17 @@
 import NimbusCore
 import NimbusSystem
 
+extension Action {
+    /// The paths an action writes to, which must not be leased while it runs.
+    var lockedPaths: [RelativePath] {
+        switch self {
+        case .rename(let from, let to, _, _), .preserveConflict(let from, let to, _, _): [from, to]
+        case .record, .forget, .rebase: []
+        default: [path]
+        }
+    }
+}
+
 /// An expectation of the plan no longer holds: the entry changed after it was scanned.
 struct ChangedSincePlanned: Error, CustomStringConvertible {
     var path: RelativePath
@@ -25,6 +36,16 @@ extension SyncEngine {
         var again = Set<RelativePath>()
         for action in plan.actions {
             log.debug("\(action)")
+            heartbeat()
+            // An application holding a lease on the path (or around it) has asked us to wait.
+            let paths = action.lockedPaths
+            let handles = paths.compactMap { locks.tryLock($0, .exclusive) }
+            defer { handles.forEach(locks.unlock) }
+            guard handles.count == paths.count else {
+                log.info("\(action.path) is leased by an application; it is synced after the lease ends")
+                scheduleRetry(action.path, error: "leased", delay: 1_000_000_000)
+                continue
+            }
             do {
                 try perform(action, batch: &batch)
                 clearTransient(action.path)
@@ -55,17 +76,19 @@ extension SyncEngine {
             try expect(path, on: side, expected)
             try removeKeepingVersion(path, on: side)
             setRecord(path, nil)
+            noteDeletion(on: side)
         case .removeDirectory(let path, let side, let expected):
             try expect(path, on: side, expected)
             try system(side).removeDirectory(path)
             setRecord(path, nil)
+            noteDeletion(on: side)
         case .makeDirectory(let path, let side, let source):
             do {
                 try system(side).makeDirectory(path, mode: source.mode)
             } catch let error as SystemError where error.errno == .fileExists {
                 guard try system(side).metadata(of: path)?.kind == .directory else { throw error }
             }
-            refresh(path)
+            try recordWrite(path, on: side, source: source)
         case .copy(let path, let side, let source, let replacing):
             try copy(path, to: side, source: source, replacing: replacing, batch: &batch)
         case .makeSymlink(let path, let side, let source, let replacing):
@@ -75,11 +98,11 @@ extension SyncEngine {
                 try removeKeepingVersion(path, on: side)
             }
             try system(side).makeSymlink(path, target: source.symlinkTarget ?? [])
-            refresh(path)
+            try recordWrite(path, on: side, source: source)
         case .setMode(let path, let side, let source, let expected):
             try expect(path, on: side, expected)
             try system(side).setAttributes(path, mode: source.mode, mtime: nil)
-            refresh(path)
+            try recordWrite(path, on: side, source: source)
         case .record(let path, let l, let c, let hash):
             let base = BaseEntry(local: l, cloud: c, hash: hash, isAmbiguous: isFresh(l))
             updateRecord(path, creating: base) { $0.base = base }
@@ -97,6 +120,7 @@ extension SyncEngine {
         let size = max(source.size, 1)
         let prepared = try destination.prepareCopy(of: path, from: system(side.other), expected: source,
                                                    durable: batch == nil) { [weak self] done in
+            self?.heartbeat()
             self?.setTransient(path, side == .cloud ? .uploading(progress: Double(done) / Double(size))
                                                     : .downloading(progress: Double(done) / Double(size)))
         }
@@ -253,6 +277,21 @@ extension SyncEngine {
             return record
         }
         if let record { store.put(path, record) }
+    }
+
+    /// Records the base after writing `path` on `side` from `source`: the other side as it
+    /// was planned, not as it is now — a change made there meanwhile must still look like a
+    /// change at the next pass, not be absorbed into the base.
+    func recordWrite(_ path: RelativePath, on side: Side, source: FileMetadata) throws {
+        guard let written = try system(side).metadata(of: path) else { return setRecord(path, nil) }
+        let base = side == .cloud ? BaseEntry(local: source, cloud: written) : BaseEntry(local: written, cloud: source)
+        updateRecord(path, creating: base) { record in
+            let old = record.base
+            let sameContent = written.kind == .file && old.kind == .file && old[side].size == written.size
+                && old[side].mtime == written.mtime
+            record.base = BaseEntry(local: base.local, cloud: base.cloud, hash: sameContent ? old.hash : nil,
+                                    isAmbiguous: sameContent && old.isAmbiguous)
+        }
     }
 
     /// Records what both sides hold at `path` now. A file whose content did not change

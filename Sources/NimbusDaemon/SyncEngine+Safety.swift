@@ -7,12 +7,18 @@ extension SyncEngine {
     /// confirms or reverts. Deletions already held stay held in later passes.
     func guardDeletes(_ plan: Plan) -> Plan {
         let s = settings
-        let (tracked, alreadyHeld) = state.withLock { ($0.index.count, Set($0.heldDeletes.map(\.path))) }
+        let since = clock.monotonicNow - Self.deletionWindow
+        let (tracked, alreadyHeld, recent) = state.withLock { s in
+            for side in Side.allCases { s.recentDeletions[side]!.removeAll { $0 < since } }
+            return (s.index.count, Set(s.heldDeletes.map(\.path)), s.recentDeletions)
+        }
         var held: [Action] = []
         for side in Side.allCases {
             let deletions = plan.deletions(on: side)
             let newOnes = deletions.filter { !alreadyHeld.contains($0.path) }
-            if newOnes.count > s.massDeleteMinimum && newOnes.count * 100 > tracked * s.maxDeletePercent {
+            let count = newOnes.count + recent[side]!.count
+            // Deletions already applied in this window still count toward the share.
+            if !newOnes.isEmpty && count > s.massDeleteMinimum && count * 100 > (tracked + recent[side]!.count) * s.maxDeletePercent {
                 held += deletions
                 log.warning("holding \(deletions.count) deletions in the \(side) folder (more than \(s.maxDeletePercent)% of \(tracked) synced entries): if the other folder was emptied by mistake, run 'nimbusctl revert-deletes'; to apply them, run 'nimbusctl confirm-deletes'")
             } else {
@@ -34,10 +40,19 @@ extension SyncEngine {
         return filtered
     }
 
+    /// How long applied deletions keep counting toward the mass-delete guard.
+    static var deletionWindow: Int64 { 10_000_000_000 }
+
+    func noteDeletion(on side: Side) {
+        let now = clock.monotonicNow
+        state.withLock { $0.recentDeletions[side]!.append(now) }
+    }
+
     /// Applies the held deletions (each still re-checked against what was planned).
     public func confirmDeletes() -> Int {
         let held = state.withLock { s in
-            defer { s.heldDeletes = []; s.status.heldDeletes = 0 }
+            // The user decided: earlier deletions no longer count toward the guard.
+            defer { s.heldDeletes = []; s.status.heldDeletes = 0; s.recentDeletions = [.local: [], .cloud: []] }
             return s.heldDeletes
         }
         guard !held.isEmpty else { return 0 }
@@ -52,7 +67,8 @@ extension SyncEngine {
     /// Undoes the held deletions: the deleted entries are brought back from the other side.
     public func revertDeletes() -> Int {
         let held = state.withLock { s in
-            defer { s.heldDeletes = []; s.status.heldDeletes = 0 }
+            // The user decided: earlier deletions no longer count toward the guard.
+            defer { s.heldDeletes = []; s.status.heldDeletes = 0; s.recentDeletions = [.local: [], .cloud: []] }
             return s.heldDeletes
         }
         guard !held.isEmpty else { return 0 }

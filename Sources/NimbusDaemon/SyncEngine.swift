@@ -16,6 +16,10 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
     let settingsBox: Mutex<EngineSettings>
     let state: Mutex<EngineState>
     let eventHandler = Mutex<(@Sendable (EngineEvent) -> Void)?>(nil)
+    let heartbeatHandler = Mutex<(@Sendable () -> Void)?>(nil)
+    /// The per-path lock table shared with applications' leases (`acquire`/`release`): the
+    /// engine takes an exclusive lock for each action and leaves a leased path alone.
+    public let locks = PathLocks()
 
     struct EngineState {
         var index: SyncIndex
@@ -27,6 +31,9 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
         /// Paths to look at again, and when (monotonic ns).
         var retries: [RelativePath: Int64] = [:]
         var retryCount: [RelativePath: Int] = [:]
+        /// When recent deletions were propagated (monotonic ns), per side: the mass-delete
+        /// guard counts them too, so an `rm` that arrives in several passes is still caught.
+        var recentDeletions: [Side: [Int64]] = [.local: [], .cloud: []]
     }
 
     public init(local: FS, cloud: FS, store: any RecordStore, records: [RelativePath: PathRecord],
@@ -55,6 +62,12 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
     public func onEvent(_ handler: (@Sendable (EngineEvent) -> Void)?) { eventHandler.withLock { $0 = handler } }
 
     func emit(_ event: EngineEvent) { eventHandler.withLock { $0 }?(event) }
+
+    /// Called between actions and during copies: proof that the engine is making progress
+    /// (systemd's watchdog is fed from here).
+    public func onHeartbeat(_ handler: (@Sendable () -> Void)?) { heartbeatHandler.withLock { $0 = handler } }
+
+    func heartbeat() { heartbeatHandler.withLock { $0 }?() }
 
     func system(_ side: Side) -> FS { side == .local ? local : cloud }
 
@@ -95,7 +108,12 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
         // A pass normally settles in one round; a second one follows only when something
         // changed under our feet (an expectation failed) or a conflict moved a file.
         for _ in 0..<4 where !scope.isEmpty {
-            let views = gather(scope)
+            var views = gather(scope)
+            let renamedFrom = renameSources(outside: scope, views)
+            if !renamedFrom.isEmpty {
+                scope = scopeRoots(Set(scope).union(renamedFrom))
+                views = gather(scope)
+            }
             var plan = makePlan(views)
             plan = guardDeletes(plan)
             guard !plan.actions.isEmpty else { break }
@@ -107,8 +125,15 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
 
     func rootsAreReady() -> Bool {
         let firstPairing = state.withLock { $0.index.count == 0 }
-        switch RootMarkers.check(local: local, cloud: cloud, firstPairing: firstPairing,
-                                 localRoot: rootNames.local, cloudRoot: rootNames.cloud) {
+        var missingRoot: String?
+        for side in Side.allCases {
+            do { try system(side).revalidateRoot() } catch {
+                missingRoot = "The \(side) folder \(side == .local ? rootNames.local : rootNames.cloud) cannot be opened (\(error)): it may be unmounted, renamed or deleted. Nothing is synced until it is back."
+            }
+        }
+        let check = missingRoot.map { RootMarkers.Check.missing($0) } ?? RootMarkers.check(
+            local: local, cloud: cloud, firstPairing: firstPairing, localRoot: rootNames.local, cloudRoot: rootNames.cloud)
+        switch check {
         case .ready:
             let wasHalted = state.withLock { s -> Bool in
                 if case .halted = s.status.phase { s.status.phase = .idle; return true }
@@ -165,7 +190,21 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
             path == RootMarkers.local || path == RootMarkers.cloudDirectory
                 || TemporaryName.isTemporary(path.name) || isIgnored(path, isDirectory)
         }
+        // The folders above each scope root: a rename into an existing folder must see it.
+        let ancestors = Set(roots.flatMap { root -> [RelativePath] in
+            var chain: [RelativePath] = []
+            var folder = root.parent
+            while !folder.isRoot { chain.append(folder); folder = folder.parent }
+            return chain
+        }).filter { folder in !roots.contains { $0.contains(folder) } }
+        for folder in ancestors {
+            for side in Side.allCases {
+                guard let meta = try? system(side).metadata(of: folder), meta.kind == .directory else { continue }
+                if side == .local { views.local[folder] = meta } else { views.cloud[folder] = meta }
+            }
+        }
         state.withLock { s in
+            for folder in ancestors { if let base = s.index[folder]?.base { views.base[folder] = base } }
             for root in roots {
                 for path in s.index.subtree(root) {
                     let base = s.index[path]!.base
@@ -208,6 +247,23 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
         return views
     }
 
+    /// Synced paths outside `scope` whose inode turned up at a new path inside it: the source
+    /// of a rename whose destination was seen first (a file moved into a folder created just
+    /// before). With them in scope the rename is propagated as a rename, not a copy.
+    func renameSources(outside scope: [RelativePath], _ views: Views) -> Set<RelativePath> {
+        state.withLock { s in
+            var sources = Set<RelativePath>()
+            for (side, view) in [(Side.local, views.local), (.cloud, views.cloud)] {
+                for (path, meta) in view where views.base[path]?[side].inode != meta.inode {
+                    guard let source = s.index.path(ofInode: meta.inode, on: side), source != path,
+                          !scope.contains(where: { $0.contains(source) }) else { continue }
+                    sources.insert(source)
+                }
+            }
+            return sources
+        }
+    }
+
     func makePlan(_ views: Views) -> Plan {
         let s = settings
         let namer = ConflictNamer(device: s.deviceName, wallTime: clock.wallNow, utcOffsetSeconds: s.utcOffsetSeconds)
@@ -245,14 +301,20 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
 
     // MARK: - Retries
 
-    func scheduleRetry(_ path: RelativePath, error: String) {
+    func scheduleRetry(_ path: RelativePath, error: String, delay fixedDelay: Int64? = nil) {
         state.withLock { s in
             let attempt = s.retryCount[path, default: 0] + 1
             s.retryCount[path] = attempt
             // 1 s, 2 s, 4 s … up to 5 minutes.
-            let delay = Int64(min(300, 1 << min(attempt - 1, 9))) * 1_000_000_000
+            let delay = fixedDelay ?? Int64(min(300, 1 << min(attempt - 1, 9))) * 1_000_000_000
             s.retries[path] = clock.monotonicNow + delay
         }
+    }
+
+    /// Looks at `paths` again soon (an application released its lease on them).
+    public func scheduleSoon(_ paths: [RelativePath]) {
+        let now = clock.monotonicNow
+        state.withLock { s in for path in paths { s.retries[path] = now } }
     }
 
     /// When the next retry is due, if any.

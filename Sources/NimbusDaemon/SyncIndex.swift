@@ -6,6 +6,9 @@ import NimbusSystem
 struct SyncIndex {
     private(set) var records: [RelativePath: PathRecord] = [:]
     private var children: [RelativePath: Set<RelativePath>] = [:]
+    /// Where each side's inode was last synced, to find the source of a rename whose
+    /// destination was seen first.
+    private var inodes: [Side: [UInt64: RelativePath]] = [.local: [:], .cloud: [:]]
 
     init(_ records: [RelativePath: PathRecord] = [:]) {
         for (path, record) in records { self[path] = record }
@@ -16,13 +19,22 @@ struct SyncIndex {
     subscript(path: RelativePath) -> PathRecord? {
         get { records[path] }
         set {
+            if let old = records[path] {
+                for side in Side.allCases where inodes[side]![old.base[side].inode] == path {
+                    inodes[side]![old.base[side].inode] = nil
+                }
+            }
             if let newValue {
                 if records.updateValue(newValue, forKey: path) == nil { link(path) }
+                for side in Side.allCases { inodes[side]![newValue.base[side].inode] = path }
             } else if records.removeValue(forKey: path) != nil {
                 unlink(path)
             }
         }
     }
+
+    /// The synced path whose entry on `side` had `inode`.
+    func path(ofInode inode: UInt64, on side: Side) -> RelativePath? { inodes[side]![inode] }
 
     /// `root` (if recorded) and every recorded path below it.
     func subtree(_ root: RelativePath) -> [RelativePath] {

@@ -24,6 +24,12 @@ struct Copier {
             let found = FileMetadata(before)
             guard found.kind == expected.kind, found.size == expected.size, found.mtime == expected.mtime,
                   found.inode == expected.inode else { throw CopyError.sourceChanged(source) }
+            // A file written moments ago and still open for writing is mid-rewrite (say,
+            // truncated and not yet filled again): wait for the writer to close it. A file
+            // quiet for a while is copied even if a process keeps it open (a log).
+            if input.isRecentlyWritten(found, within: 2_000_000_000) && input.isOpenForWritingElsewhere() {
+                throw CopyError.sourceChanged(source)
+            }
 
             let temporary = try attributing("create", directory.shown) {
                 try TemporaryFile.create(beneath: destinationRoot, in: directory)

@@ -28,6 +28,8 @@ public final class DiskFileSystem: FileSystem {
     /// operations use the new one; call it before each batch.
     public func checkRoot() throws -> FileMetadata { try rootDirectory.check() }
 
+    public func revalidateRoot() throws { _ = try checkRoot() }
+
     /// Runs `body` with the root directory's descriptor, kept open until `body` returns.
     func withRoot<R>(_ body: (FileDescriptor) throws -> R) throws -> R {
         try rootDirectory.withDescriptor(body)

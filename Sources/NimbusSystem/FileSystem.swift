@@ -60,6 +60,10 @@ public protocol FileSystem: Sendable {
     /// Flushes everything written to this filesystem (syncfs(2)); closes a batch.
     func synchronize() throws
 
+    /// Re-resolves the root by its path: a root replaced or remounted since it was opened is
+    /// seen afresh (a cached descriptor would keep reading the old, detached directory).
+    func revalidateRoot() throws
+
     /// Removes temporary files a crash left behind; returns how many.
     func removeTemporaryFiles() throws -> Int
 
@@ -69,6 +73,10 @@ public protocol FileSystem: Sendable {
     func extendedAttribute(_ name: String, of path: RelativePath) throws -> [UInt8]?
     func setExtendedAttribute(_ name: String, of path: RelativePath, to value: [UInt8]) throws
     func removeExtendedAttribute(_ name: String, of path: RelativePath) throws
+}
+
+extension FileSystem {
+    public func revalidateRoot() throws {}
 }
 
 public struct ScanResult: Sendable {

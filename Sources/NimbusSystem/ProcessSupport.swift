@@ -27,7 +27,13 @@ public enum ProcessSupport {
     /// Keep the returned sources alive for as long as the handling should last.
     public static func handleSignals(_ signals: [Int32], on queue: DispatchQueue,
                                      _ handler: @escaping @Sendable (Int32) -> Void) -> [any DispatchSourceSignal] {
-        signals.map { number in
+        // A launcher may have left these blocked (the mask is inherited): unblock them, or
+        // they would stay pending for ever.
+        var set = sigset_t()
+        sigemptyset(&set)
+        for number in signals { sigaddset(&set, number) }
+        pthread_sigmask(SIG_UNBLOCK, &set, nil)
+        return signals.map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
             source.setEventHandler { handler(number) }

@@ -100,6 +100,12 @@ public struct RelativePath: Hashable, Sendable, Comparable, CustomStringConverti
         old.relative(self).map { new.appending($0) }
     }
 
+    /// Hashes the bytes in one go (the synthesized hash feeds them one at a time, which showed
+    /// up in profiles of path-keyed dictionaries).
+    public func hash(into hasher: inout Hasher) {
+        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+    }
+
     public var depth: Int { isRoot ? 0 : bytes.reduce(1) { $1 == UInt8(ascii: "/") ? $0 + 1 : $0 } }
 
     public var description: String { displayString(bytes) }

@@ -29,7 +29,9 @@ public struct UnixDatagramSocket: Sendable {
     public func send(_ bytes: [UInt8], to path: String) throws {
         try withSocketAddress(path) { address, length in
             _ = try bytes.withUnsafeBytes { buffer in
-                try retrying { Glibc.sendto(descriptor.rawValue, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL), address, length) }
+                // Never wait for the receiver: a status line is not worth stalling sync for.
+                try retrying { Glibc.sendto(descriptor.rawValue, buffer.baseAddress, buffer.count,
+                                            Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT), address, length) }
             }
         }
     }

@@ -26,12 +26,31 @@ import NimbusSystem
         #expect(batcher.take(now: 160) == .paths([a]))
     }
 
+    @Test func writingAgainAfterACloseWaitsForTheNextClose() {
+        var batcher = EventBatcher(quietPeriod: 100)
+        batcher.add(.settled(a), now: 0)          // closed
+        batcher.add(.writing(a), now: 1)          // opened and written again before we looked
+        #expect(batcher.take(now: 2) == nil)
+        batcher.add(.settled(a), now: 3)
+        #expect(batcher.take(now: 3) == .paths([a]))
+    }
+
     @Test func closingAFileEndsTheWait() {
         var batcher = EventBatcher(quietPeriod: 100)
         batcher.add(.writing(a), now: 0)
         batcher.add(.settled(a), now: 1)
         #expect(batcher.take(now: 1) == .paths([a]))
         #expect(batcher.nextDeadline == nil)
+    }
+
+    @Test func deletionsWaitForEachOtherSoAWholeRmIsOneBatch() {
+        var batcher = EventBatcher(quietPeriod: 100, deletionQuiet: 10)
+        batcher.add(.deleted(a), now: 0)
+        batcher.add(.deleted(b), now: 8)          // still deleting: both wait
+        #expect(batcher.take(now: 12) == nil)
+        #expect(batcher.nextDeadline == 18)
+        #expect(batcher.take(now: 18) == .paths([a, b]))
+        #expect(batcher.isIdle)
     }
 
     @Test func lostEventsAndFloodsBecomeAFullRescan() {

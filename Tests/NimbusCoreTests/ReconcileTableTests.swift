@@ -64,6 +64,8 @@ extension Tree {
              cloud: { t, _ in t.move("d", "e") }, expected: ["rename d→e on local"]),
         Case(name: "folder renamed and a file inside edited", synced: [("d", .directory), ("d/x", .file)],
              local: { t, g in t.move("d", "e"); t.write("e/x", &g) }, expected: ["rename d→e on cloud", "copy e/x to cloud replacing"]),
+        Case(name: "a move into a new folder creates the folder, then renames", synced: [("a", .file)],
+             local: { t, g in t.mkdir("new", &g); t.move("a", "new/a") }, expected: ["mkdir new on cloud", "rename a→new/a on cloud"]),
         Case(name: "mkdir", local: { t, g in t.mkdir("d", &g) }, expected: ["mkdir d on cloud"]),
         Case(name: "rmdir", synced: [("d", .directory)], local: { t, _ in t.delete("d") }, expected: ["rmdir d on cloud"]),
         Case(name: "rm -r removes children first", synced: [("d", .directory), ("d/x", .file)], local: { t, _ in t.delete("d") },

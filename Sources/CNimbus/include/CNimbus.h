@@ -37,6 +37,11 @@ extern const int CNIMBUS_O_PATH;
 extern const int CNIMBUS_O_NOATIME;
 extern const int CNIMBUS_O_TMPFILE;
 
+/// fcntl(F_SETLEASE, F_RDLCK) then F_UNLCK: 1 when a read lease could be taken (nobody has
+/// the file open for writing), 0 when it could not for that reason, -1 when leases are not
+/// possible here (errno says why).
+int cnimbus_probe_read_lease(int fd);
+
 /// pipe2(fds, O_CLOEXEC).
 int cnimbus_pipe_cloexec(int fds[2]);
 

@@ -1,0 +1,51 @@
+import Foundation
+
+/// Where nimbusctl writes. Tests swap in one that records; the real one writes each piece
+/// with one `write(2)` so that lines from stdout and stderr never tear.
+struct Console: Sendable {
+    enum Stream: Sendable { case output, error }
+
+    let write: @Sendable (String, Stream) -> Void
+
+    func out(_ text: String) { write(text + "\n", .output) }
+    func err(_ text: String) { write(text + "\n", .error) }
+
+    static let standard = Console { text, stream in
+        let handle = stream == .output ? FileHandle.standardOutput : FileHandle.standardError
+        handle.write(Data(text.utf8))
+    }
+}
+
+/// The facts every renderer needs besides the data: colour, the time now and the local
+/// offset from UTC (for clock times).
+struct RenderContext: Sendable {
+    var color: Bool
+    /// Seconds since 1970.
+    var now: Double
+    var utcOffsetSeconds: Int = 0
+
+    static func current(color: Bool) -> RenderContext {
+        RenderContext(color: color, now: Date().timeIntervalSince1970,
+                      utcOffsetSeconds: TimeZone.current.secondsFromGMT())
+    }
+
+    func paint(_ text: String, _ paint: Paint?) -> String {
+        paint.map { $0.apply(text, enabled: color) } ?? text
+    }
+
+    /// "3 min ago" for a wire time in nanoseconds.
+    func ago(_ nanoseconds: Int64) -> String {
+        Format.relativeTime(Double(nanoseconds) / 1e9, now: now)
+    }
+
+    /// "2025-01-31 09:15" in local time.
+    func localDateTime(_ nanoseconds: Int64) -> String {
+        let seconds = Double(nanoseconds) / 1e9 + Double(utcOffsetSeconds)
+        return Format.date(seconds) + " " + Format.clock(seconds).prefix(5)
+    }
+
+    /// "09:15:02" in local time.
+    func localClock(_ nanoseconds: Int64) -> String {
+        Format.clock(Double(nanoseconds) / 1e9 + Double(utcOffsetSeconds))
+    }
+}

@@ -1,0 +1,131 @@
+/// Numbers and times the way people read them. Pure functions, so the tests pin them down.
+enum Format {
+    /// Decimal units, as file managers on Linux show them: "512 B", "1.2 MB", "12.3 GB",
+    /// "123 kB". One decimal below 100, none above, and never "1000 kB" (that is "1.0 MB").
+    static func size(_ bytes: Int64) -> String {
+        if bytes < 0 { return "-" + size(-bytes) }
+        if bytes < 1000 { return "\(bytes) B" }
+        let units = ["kB", "MB", "GB", "TB", "PB", "EB"]
+        var value = Double(bytes) / 1000
+        var unit = 0
+        // Move up a unit when rounding would print 1000 or more.
+        while unit < units.count - 1, rounded(value) >= 1000 {
+            value /= 1000
+            unit += 1
+        }
+        return "\(number(value)) \(units[unit])"
+    }
+
+    static func rounded(_ value: Double) -> Double {
+        value < 100 ? (value * 10).rounded() / 10 : value.rounded()
+    }
+
+    /// "1.2" or "123": one decimal below 100.
+    static func number(_ value: Double) -> String {
+        let r = rounded(value)
+        if r >= 100 { return String(Int64(r)) }
+        let tenths = Int64((r * 10).rounded())
+        return "\(tenths / 10).\(tenths % 10)"
+    }
+
+    /// "just now", "42 s ago", "3 min ago", "5 h ago", "yesterday", "12 days ago", then the
+    /// date. A time in the future (a clock ahead on another machine) reads "in 3 min".
+    static func relativeTime(_ seconds: Double, now: Double) -> String {
+        let delta = now - seconds
+        if abs(delta) < 5 { return "just now" }
+        if delta < 0 { return "in " + span(-delta) }
+        if delta >= 86_400, delta < 2 * 86_400 { return "yesterday" }
+        if delta >= 30 * 86_400 { return date(seconds) }
+        return span(delta) + " ago"
+    }
+
+    static func span(_ seconds: Double) -> String {
+        let s = Int64(seconds)
+        switch s {
+        case ..<60: return "\(s) s"
+        case ..<3600: return "\(s / 60) min"
+        case ..<86_400: return "\(s / 3600) h"
+        default:
+            let days = s / 86_400
+            return days == 1 ? "1 day" : "\(days) days"
+        }
+    }
+
+    /// "2024-03-01" (UTC) for a time in seconds since 1970.
+    static func date(_ seconds: Double) -> String {
+        // Days to civil date (Howard Hinnant's algorithm), to stay free of Foundation here.
+        let days = Int64((seconds / 86_400).rounded(.down)) + 719_468
+        let era = (days >= 0 ? days : days - 146_096) / 146_097
+        let dayOfEra = days - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let mp = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        return "\(year)-\(twoDigits(month))-\(twoDigits(day))"
+    }
+
+    /// "14:03:12" (local time is the caller's business: pass seconds already shifted).
+    static func clock(_ seconds: Double) -> String {
+        let s = Int64(seconds.rounded(.down)) % 86_400
+        let t = s < 0 ? s + 86_400 : s
+        return "\(twoDigits(t / 3600)):\(twoDigits(t / 60 % 60)):\(twoDigits(t % 60))"
+    }
+
+    static func twoDigits(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
+
+    /// "52%" for 0.52; clamped to 0…100.
+    static func percent(_ fraction: Double) -> String {
+        "\(Int((min(max(fraction, 0), 1) * 100).rounded(.down)))%"
+    }
+
+    /// "1 file", "3 files".
+    static func count(_ n: Int, _ singular: String, _ plural: String? = nil) -> String {
+        "\(n) " + (n == 1 ? singular : plural ?? singular + "s")
+    }
+}
+
+/// The symbol and colour of each file state (DESIGN §2) in human output.
+enum StateSymbol {
+    static func symbol(_ state: String) -> String {
+        switch state {
+        case "downloaded": "✓"
+        case "uploading": "↑"
+        case "downloading": "↓"
+        case "notDownloaded": "☁"
+        case "conflict": "!"
+        case "error": "✗"
+        case "local": "•"
+        case "outdated": "⟳"
+        default: "?"
+        }
+    }
+
+    static func paint(_ state: String) -> Paint? {
+        switch state {
+        case "downloaded": .green
+        case "uploading", "downloading": .blue
+        case "notDownloaded": .cyan
+        case "conflict", "outdated": .yellow
+        case "error": .red
+        default: nil
+        }
+    }
+
+    /// Words for people (`info`, `watch`): "in sync" says more than "downloaded" after an
+    /// upload.
+    static func words(_ state: String) -> String {
+        switch state {
+        case "notDownloaded": "not downloaded"
+        case "downloaded": "in sync"
+        default: state
+        }
+    }
+
+    /// "• local  ↑ uploading  …" for the help page, with the protocol's names, which
+    /// `ls --state` takes.
+    static var legend: String {
+        Catalogue.stateNames.map { "\(symbol($0)) \($0)" }.joined(separator: "  ")
+    }
+}

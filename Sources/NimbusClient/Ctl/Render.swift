@@ -1,0 +1,147 @@
+import NimbusProtocol
+
+/// Human output of each result. Pure: data and a context in, text out.
+enum Render {
+    // MARK: status
+
+    static func status(_ s: StatusResult, _ c: RenderContext) -> String {
+        let (headline, paint): (String, Paint) = switch s.phase {
+        case "idle": ("Up to date", .green)
+        case "syncing": ("Syncing", .blue)
+        case "paused": ("Paused: run 'nimbusctl resume' to sync again", .yellow)
+        case "halted": ("Stopped: " + (s.reason ?? "see the daemon's log"), .red)
+        case "starting": ("Starting", .cyan)
+        default: (s.phase, .bold)
+        }
+        var table = Table([.left, .left])
+        table.add(["Local", Table.Cell(s.localRoot)])
+        table.add(["Cloud", Table.Cell(s.cloudRoot)])
+        table.add(["Device", Table.Cell("\(s.deviceName) · instance \(s.instance) · nimbusd \(s.daemonVersion)")])
+        table.add(["Files", Table.Cell(Format.count(s.tracked, "entry", "entries") + " in sync")])
+        table.add(["Copied", Table.Cell(Format.count(s.filesCopied, "file") + " (" + Format.size(s.bytesCopied)
+                                        + ") since nimbusd started " + c.ago(s.startedAtNs))])
+        if s.conflicts > 0 {
+            table.add([Table.Cell("Conflicts", .yellow),
+                       Table.Cell(Format.count(s.conflicts, "file") + " changed on both sides: see 'nimbusctl conflicts'")])
+        }
+        if s.heldDeletes > 0 {
+            table.add([Table.Cell("Held", .yellow),
+                       Table.Cell(Format.count(s.heldDeletes, "deletion") + " held by the safety guard: "
+                                  + "'nimbusctl confirm-deletes' carries them out, 'nimbusctl revert-deletes' undoes them")])
+        }
+        if let error = s.lastError {
+            table.add([Table.Cell("Last error", .red), Table.Cell(error)])
+        }
+        let body = table.lines(color: c.color).map { "  " + $0 }.joined(separator: "\n")
+        return c.paint("●", paint) + " " + c.paint(headline, .bold) + "\n" + body
+    }
+
+    // MARK: ls
+
+    /// One row per entry: symbol, name, size, modified, and a note (progress, residency,
+    /// conflict copy, error). Names are shown relative to `base`, the folder listed.
+    static func entries(_ entries: [Entry], base: String, _ c: RenderContext) -> String {
+        var table = Table([.left, .left, .right, .left, .left])
+        for entry in entries {
+            let isFolder = entry.kind == "directory"
+            table.add([
+                Table.Cell(StateSymbol.symbol(entry.state), StateSymbol.paint(entry.state)),
+                Table.Cell(relative(entry.path, to: base) + (isFolder ? "/" : ""), isFolder ? .blue : nil),
+                Table.Cell(isFolder ? "-" : Format.size(entry.size)),
+                Table.Cell(c.ago(entry.mtimeNs), .dim),
+                Table.Cell(note(entry), entry.state == "error" ? .red : nil),
+            ])
+        }
+        return table.render(color: c.color)
+    }
+
+    static func note(_ entry: Entry) -> String {
+        var parts: [String] = []
+        if let progress = entry.progress { parts.append(Format.percent(progress)) }
+        if entry.residency != "auto" { parts.append(entry.residency) }
+        if let copy = entry.conflictCopy { parts.append("this device's version: \(copy)") }
+        if let message = entry.message { parts.append(message) }
+        return parts.joined(separator: "; ")
+    }
+
+    /// `Documents/a/b.txt` shown from `Documents` is `a/b.txt`; the root shows everything.
+    static func relative(_ path: String, to base: String) -> String {
+        guard !base.isEmpty, path.hasPrefix(base + "/") else { return path }
+        return String(path.dropFirst(base.count + 1))
+    }
+
+    // MARK: info
+
+    static func info(_ e: Entry, localPath: String, _ c: RenderContext) -> String {
+        var table = Table([.left, .left])
+        table.add(["Path", Table.Cell(e.path.isEmpty ? "(the synced folder)" : e.path)])
+        let state = StateSymbol.symbol(e.state) + " " + StateSymbol.words(e.state) + (e.progress.map { " " + Format.percent($0) } ?? "")
+        table.add(["State", Table.Cell(state, StateSymbol.paint(e.state))])
+        if let message = e.message { table.add(["Problem", Table.Cell(message, .red)]) }
+        if let copy = e.conflictCopy { table.add(["Conflict copy", Table.Cell("\(copy) (this device's version)")]) }
+        table.add(["Kind", Table.Cell(e.kind)])
+        if e.kind != "directory" { table.add(["Size", Table.Cell("\(Format.size(e.size)) (\(e.size) bytes)")]) }
+        table.add(["Modified", Table.Cell("\(c.ago(e.mtimeNs)) (\(c.localDateTime(e.mtimeNs)))")])
+        table.add(["Residency", Table.Cell(residencyWords(e.residency))])
+        table.add(["On disk", Table.Cell(e.state == "notDownloaded" ? localPath + ".nimbus (placeholder)" : localPath)])
+        return table.render(color: c.color)
+    }
+
+    static func residencyWords(_ residency: String) -> String {
+        switch residency {
+        case "auto": "auto (kept or evicted as space requires)"
+        case "pinned": "pinned (always kept here)"
+        case "evicted": "evicted (only a placeholder here)"
+        default: residency
+        }
+    }
+
+    // MARK: conflicts, versions
+
+    static func conflicts(_ conflicts: [ConflictInfo], _ c: RenderContext) -> String {
+        guard !conflicts.isEmpty else { return "No conflicts." }
+        var table = Table([.left, .left, .left])
+        for conflict in conflicts {
+            table.add([Table.Cell("!", .yellow), Table.Cell(conflict.path), Table.Cell("this device's version: \(conflict.conflictCopy)", .dim)])
+        }
+        return table.render(color: c.color) + "\n\n"
+            + Format.count(conflicts.count, "conflict") + ". Settle one with: nimbusctl resolve PATH --keep local|cloud|both"
+    }
+
+    static func versions(_ versions: [VersionInfo], of path: String, _ c: RenderContext) -> String {
+        guard !versions.isEmpty else { return "No previous versions of \(path) are kept." }
+        var table = Table([.left, .right, .left, .left])
+        table.add([Table.Cell("VERSION", .dim), Table.Cell("SIZE", .dim), Table.Cell("MODIFIED", .dim), ""])
+        for version in versions {
+            table.add([Table.Cell(version.id), Table.Cell(Format.size(version.size)),
+                       Table.Cell(c.localDateTime(version.mtimeNs)), Table.Cell(c.ago(version.mtimeNs), .dim)])
+        }
+        return table.render(color: c.color) + "\n\nRestore one with: nimbusctl restore \(path) --version VERSION"
+    }
+
+    // MARK: watch
+
+    /// One line per event; nil for notifications shown otherwise (progress) or unknown.
+    static func event(_ e: EventParams, _ c: RenderContext) -> String? {
+        let time = c.paint(c.localClock(e.timeNs), .dim)
+        let path = e.path ?? ""
+        switch e.type {
+        case "state":
+            let state = e.state ?? "?"
+            let detail = state == "error" ? ": " + (e.message ?? "") : ""
+            return "\(time)  \(c.paint(StateSymbol.symbol(state), StateSymbol.paint(state))) \(path)  \(StateSymbol.words(state))\(detail)"
+        case "conflict":
+            return "\(time)  \(c.paint("!", .yellow)) \(path)  conflict; this device's version is \(e.conflictCopy ?? "kept")"
+        case "error":
+            return "\(time)  \(c.paint("✗", .red)) \(path)  \(e.message ?? "failed")"
+        case "phase":
+            // Syncing and idle alternate with every change; the lines about files say it.
+            guard let phase = e.phase, phase != "syncing", phase != "idle" else { return nil }
+            return "\(time)  phase: \(phase)" + (e.reason.map { " (\($0))" } ?? "")
+        case "overflow":
+            return "\(time)  some events were dropped; 'nimbusctl ls -r' shows the current state"
+        default:
+            return nil
+        }
+    }
+}

@@ -1,0 +1,102 @@
+import Foundation
+import NimbusProtocol
+
+/// The commands of files on demand (DESIGN §5): several paths each, one request per path.
+/// A path the daemon refuses is reported and the others go on; the exit status is 1 if any
+/// failed. A path that cannot be read at all stops everything first (usage error).
+extension Session {
+    func each(_ arguments: [String], _ done: String,
+              _ action: @Sendable (String) async throws -> JSONValue) async throws -> Int32 {
+        let paths = try arguments.map { try resolver.protocolPath($0) }
+        var status: Int32 = 0
+        for path in paths {
+            do {
+                let result = try await action(path)
+                emit(result) { "\(done) \(path.isEmpty ? "the whole folder" : path)." }
+            } catch let error as NimbusClientError where !error.isUnreachable {
+                var failure = Failure(error)
+                failure.path = path
+                report(failure)
+                status = Failure.operationFailed
+            }
+        }
+        return status
+    }
+
+    /// Downloads every path at once; with a progress bar on a terminal; waits for all unless
+    /// `--no-wait`.
+    func download(_ arguments: [String], wait: Bool) async throws -> Int32 {
+        let paths = try arguments.map { try resolver.protocolPath(PathResolver.strippingPlaceholderSuffix($0)) }
+        guard wait else {
+            return try await each(paths, "Started downloading") { try await connection.download($0, wait: false) }
+        }
+        let bar = ProgressLine(console: console, enabled: style.progressBars, width: style.progressWidth)
+        let watcher = style.progressBars ? try await progressWatcher(for: paths, bar: bar) : nil
+        defer { watcher?.cancel() }
+        let outcomes = await withTaskGroup(of: (Int, Result<JSONValue, any Error>).self) { group in
+            for (index, path) in paths.enumerated() {
+                group.addTask {
+                    do { return (index, .success(try await connection.download(path))) } catch { return (index, .failure(error)) }
+                }
+            }
+            var outcomes: [(Int, Result<JSONValue, any Error>)] = []
+            for await outcome in group { outcomes.append(outcome) }
+            return outcomes.sorted { $0.0 < $1.0 }
+        }
+        bar.clear()
+        var status: Int32 = 0
+        for (index, outcome) in outcomes {
+            switch outcome {
+            case .success(let result):
+                emit(result) { "Downloaded \(paths[index].isEmpty ? "the whole folder" : paths[index])." }
+            case .failure(let error as NimbusClientError) where !error.isUnreachable:
+                var failure = Failure(error)
+                failure.path = paths[index]
+                report(failure)
+                status = Failure.operationFailed
+            case .failure(let error):
+                throw error
+            }
+        }
+        return status
+    }
+
+    /// Draws the bar from the daemon's progress notifications for files at or below `paths`.
+    func progressWatcher(for paths: [String], bar: ProgressLine) async throws -> Task<Void, Never> {
+        let stream = try await connection.watch(progress: true)
+        return Task {
+            for await notification in stream {
+                guard case .progress(let progress) = notification.payload, progress.direction == "download",
+                      paths.contains(where: { $0.isEmpty || progress.path == $0 || progress.path.hasPrefix($0 + "/") })
+                else { continue }
+                bar.update(label: progress.path, fraction: progress.fraction, detail: "")
+            }
+        }
+    }
+
+    /// Downloads the file, then hands it to the desktop's default application.
+    func open(_ argument: String) async throws -> Int32 {
+        let status = try await download([argument], wait: true)
+        guard status == 0 else { return status }
+        let relative = try resolver.protocolPath(PathResolver.strippingPlaceholderSuffix(argument))
+        let file = resolver.localPath(relative)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["xdg-open", file]
+        do {
+            try process.run()
+            process.waitUntilExit()
+        } catch {
+            throw Failure(name: "failed", message: "cannot open \(relative)", reason: "running xdg-open failed: \(error)",
+                          suggestion: "open \(file) yourself", exitCode: Failure.operationFailed)
+        }
+        guard process.terminationStatus == 0 else {
+            let missing = process.terminationStatus == 127
+            throw Failure(name: "failed", message: "cannot open \(relative)",
+                          reason: missing ? "xdg-open is not installed" : "xdg-open exited with status \(process.terminationStatus)",
+                          suggestion: missing ? "install xdg-utils, or open \(file) yourself" : "open \(file) yourself",
+                          exitCode: Failure.operationFailed)
+        }
+        return 0
+    }
+}

@@ -1,0 +1,113 @@
+import NimbusProtocol
+
+/// Runs one command against a connected daemon and prints the outcome. Returns the exit
+/// status; throws for failures that end the whole command.
+struct Session: Sendable {
+    let connection: NimbusConnection
+    let style: OutputStyle
+    let console: Console
+    let resolver: PathResolver
+
+    var context: RenderContext { .current(color: style.colorOnStandardOutput) }
+
+    func run(_ command: Command) async throws -> Int32 {
+        switch command {
+        case .status:
+            let (status, raw) = try await connection.callBoth(.status, NoParams(), as: StatusResult.self)
+            emit(raw) { Render.status(status, context) }
+        case let .list(path, recursive, state):
+            let folder = try path.map { try resolver.protocolPath($0) } ?? resolver.currentFolder ?? ""
+            let (entries, raw) = try await connection.listAll(folder, recursive: recursive, state: state)
+            if style.json {
+                console.out(JSONValue.object(["entries": .array(raw)]).jsonText)
+            } else if !entries.isEmpty {
+                // A file lists as itself: show its name from its folder.
+                let base = entries.count == 1 && entries[0].path == folder ? parent(of: folder) : folder
+                console.out(Render.entries(entries, base: base, context))
+            }
+        case .info(let path):
+            let relative = try resolver.protocolPath(path)
+            let (entry, raw) = try await connection.callBoth(.stat, PathParams(WirePath(relative)), as: Entry.self)
+            emit(raw) { Render.info(entry, localPath: resolver.localPath(entry.path), context) }
+        case .conflicts:
+            let (result, raw) = try await connection.callBoth(.conflicts, NoParams(), as: ConflictsResult.self)
+            emit(raw) { Render.conflicts(result.conflicts, context) }
+        case let .resolve(path, keep):
+            let relative = try resolver.protocolPath(path)
+            let params = ResolveParams(path: WirePath(relative), keep: keep)
+            let (result, raw) = try await connection.callBoth(.resolve, params, as: ResolveResult.self)
+            emit(raw) { resolvedText(result) }
+        case .versions(let path):
+            let relative = try resolver.protocolPath(path)
+            let (result, raw) = try await connection.callBoth(.versions, PathParams(WirePath(relative)), as: VersionsResult.self)
+            emit(raw) { Render.versions(result.versions, of: result.path, context) }
+        case let .restore(path, version, target):
+            let relative = try resolver.protocolPath(path)
+            let destination = try target.map { WirePath(try resolver.protocolPath($0)) }
+            let params = RestoreParams(path: WirePath(relative), version: version, to: destination)
+            let (result, raw) = try await connection.callBoth(.restore, params, as: RestoreResult.self)
+            emit(raw) {
+                "Restored version \(result.version) of \(result.path)"
+                    + (result.restoredTo == result.path ? "" : " as \(result.restoredTo)")
+                    + ". It is in the cloud folder now and syncs here like any change."
+            }
+        case .pause:
+            let (_, raw) = try await connection.callBoth(.pause, NoParams(), as: PauseResult.self)
+            emit(raw) { "Paused. Nothing syncs until 'nimbusctl resume'." }
+        case .resume:
+            let (_, raw) = try await connection.callBoth(.resume, NoParams(), as: PauseResult.self)
+            emit(raw) { "Resumed: syncing again." }
+        case .rescan:
+            let (result, raw) = try await connection.callBoth(.rescan, NoParams(), as: RescanResult.self)
+            emit(raw) { "Rescanned both folders: " + Format.count(result.tracked, "entry", "entries") + " in sync." }
+        case .confirmDeletes:
+            let (result, raw) = try await connection.callBoth(.confirmDeletes, NoParams(), as: DeletesResult.self)
+            emit(raw) { result.count == 0 ? "No deletions were held." : "Carried out " + Format.count(result.count, "held deletion") + "." }
+        case .revertDeletes:
+            let (result, raw) = try await connection.callBoth(.revertDeletes, NoParams(), as: DeletesResult.self)
+            emit(raw) { result.count == 0 ? "No deletions were held." : "Undid " + Format.count(result.count, "held deletion") + "; the files come back." }
+        case let .download(paths, wait):
+            return try await download(paths, wait: wait)
+        case .open(let path):
+            return try await open(path)
+        case .evict(let paths):
+            return try await each(paths, "Evicted") { try await connection.evict($0) }
+        case .pin(let paths):
+            return try await each(paths, "Pinned") { try await connection.pin($0) }
+        case .unpin(let paths):
+            return try await each(paths, "Unpinned") { try await connection.unpin($0) }
+        case .watch:
+            try await watch()
+        case .completion, .help, .version:
+            preconditionFailure("\(command) needs no daemon; NimbusCtl.main handles it")
+        }
+        return 0
+    }
+
+    /// The raw result with --json, else the human text.
+    func emit(_ raw: JSONValue, human: () -> String) {
+        console.out(style.json ? raw.jsonText : human())
+    }
+
+    func resolvedText(_ result: ResolveResult) -> String {
+        switch result.kept {
+        case "local": "Kept this device's version of \(result.path); the cloud's is among its versions."
+        case "cloud": "Kept the cloud's version of \(result.path); this device's is among its versions."
+        default: "Kept both versions of \(result.path); the conflict copy stays a file of its own."
+        }
+    }
+
+    func parent(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "" }
+        return String(path[..<slash])
+    }
+
+    /// Reports a failure for one path of several, and goes on with the others.
+    func report(_ failure: Failure) {
+        if style.json {
+            console.out(failure.json.jsonText)
+        } else {
+            console.err(failure.human(color: style.colorOnStandardError))
+        }
+    }
+}

@@ -1,0 +1,124 @@
+import Foundation
+import NimbusProtocol
+import NimbusSystem
+
+/// A conversation with a running `nimbusd` over its control socket (DESIGN §7). Calls may
+/// be made from any number of tasks at once; each waits for its own answer.
+///
+/// ```swift
+/// let nimbus = try await NimbusConnection.connect()
+/// let status = try await nimbus.status()
+/// for entry in try await nimbus.list("Documents") { print(entry.state, entry.path) }
+/// ```
+///
+/// Paths are relative to the daemon's local folder (`daemon.localRoot`), "" for the root.
+/// Every error thrown is a `NimbusClientError` (or `CancellationError`).
+public final class NimbusConnection: Sendable {
+    /// What the daemon said about itself when the connection was opened (`hello`).
+    public let daemon: HelloResult
+    /// The socket this connection reached.
+    public let socketPath: String
+    let transport: Transport
+
+    private init(daemon: HelloResult, transport: Transport) {
+        self.daemon = daemon
+        self.socketPath = transport.socketPath
+        self.transport = transport
+    }
+
+    deinit { transport.close() }
+
+    /// Connects and says `hello`. For an instance, the user's own daemon is tried first,
+    /// then the system service's. Throws `.notRunning` (with how to start it) when nothing
+    /// listens.
+    public static func connect(to endpoint: NimbusEndpoint = .default,
+                               clientName: String = "NimbusClient \(NimbusVersion.string)",
+                               environment: [String: String] = ProcessInfo.processInfo.environment) async throws -> NimbusConnection {
+        let transport = try open(endpoint, environment: environment)
+        transport.start()
+        do {
+            let line = try await transport.request(ControlMethod.hello.rawValue,
+                                                   HelloParams(versions: ProtocolVersion.supported, client: clientName))
+            let hello = try decode(HelloResult.self, line)
+            guard ProtocolVersion.supported.contains(hello.version) else {
+                throw NimbusClientError.badResponse("the daemon chose protocol version \(hello.version), which this client does not speak")
+            }
+            return NimbusConnection(daemon: hello, transport: transport)
+        } catch {
+            transport.close()
+            throw error
+        }
+    }
+
+    private static func open(_ endpoint: NimbusEndpoint, environment: [String: String]) throws -> Transport {
+        let paths = try endpoint.candidateSocketPaths(environment: environment)
+        if case .instance = endpoint, let first = paths.first { try checkPrivateDirectory(of: first, environment: environment) }
+        var firstFailure: NimbusClientError?
+        for path in paths {
+            do {
+                return Transport(socket: try UnixStreamSocket.connect(to: path), socketPath: path)
+            } catch let error as Errno where error == .noSuchFile || error == .connectionRefused || firstFailure != nil {
+                // Nothing there: try the next place, but report the first (the user's own).
+                // The system service's socket is only a fallback: that it cannot be used
+                // (it belongs to another user) says nothing about the user's own daemon.
+                firstFailure = firstFailure ?? .notRunning(socketPath: path, endpoint: endpoint, cause: error.description)
+            } catch let error as Errno where error == .nameTooLong {
+                throw NimbusClientError.invalidArgument("the socket path \(path)",
+                                                        reason: "it is longer than the 107 bytes a Unix socket address holds")
+            } catch {
+                throw NimbusClientError.unreachable(socketPath: path, cause: "\(error)")
+            }
+        }
+        throw firstFailure ?? NimbusClientError.notRunning(socketPath: paths.first ?? "", endpoint: endpoint, cause: "no socket")
+    }
+
+    /// Without `XDG_RUNTIME_DIR` the socket lives in `/tmp/nimbus-<uid>`, where another user
+    /// could have made the directory first and put a socket of theirs in it. Refuse to talk
+    /// through a directory that is not ours alone (Locations.socketDirectory asks for this).
+    private static func checkPrivateDirectory(of socketPath: String, environment: [String: String]) throws {
+        let uid = ProcessSupport.userID
+        let directory = Locations.socketDirectory(environment: environment, uid: uid)
+        guard directory.hasPrefix("/tmp/"), socketPath.hasPrefix(directory + "/"),
+              let attributes = try? FileManager.default.attributesOfItem(atPath: directory) else { return }
+        let owner = (attributes[.ownerAccountID] as? NSNumber)?.uint32Value
+        let mode = (attributes[.posixPermissions] as? NSNumber)?.uint16Value ?? 0
+        let isDirectory = attributes[.type] as? FileAttributeType == .typeDirectory
+        guard !isDirectory || owner != uid || mode & 0o077 != 0 else { return }
+        throw NimbusClientError.unreachable(
+            socketPath: socketPath,
+            cause: "\(directory) is not a private folder of yours (it must be a directory owned by uid \(uid) with mode 0700), so a socket in it may belong to someone else")
+    }
+
+    /// Ends the connection. Leases held by it are released by the daemon. Calls still
+    /// waiting fail with `.connectionClosed`.
+    public func close() { transport.close() }
+
+    // MARK: Generic calls
+
+    /// Any method, with typed parameters and result.
+    public func call<Params: Encodable & Sendable, Result: Decodable & Sendable>(
+        _ method: ControlMethod, _ params: Params, as type: Result.Type = Result.self) async throws -> Result {
+        try Self.decode(type, try await transport.request(method.rawValue, params))
+    }
+
+    /// Any method by name, with the result exactly as the daemon sent it, for tools that
+    /// pass results on (`nimbusctl --json`) and for methods newer than this library.
+    public func callRaw(_ method: String, _ params: some Encodable & Sendable) async throws -> JSONValue {
+        try Self.decode(JSONValue.self, try await transport.request(method, params))
+    }
+
+    /// Both forms of one answer: typed for reading, raw for passing on.
+    func callBoth<Result: Decodable & Sendable>(_ method: ControlMethod, _ params: some Encodable & Sendable,
+                                                 as type: Result.Type) async throws -> (Result, JSONValue) {
+        let line = try await transport.request(method.rawValue, params)
+        return (try Self.decode(type, line), try Self.decode(JSONValue.self, line))
+    }
+
+    static func decode<Result: Decodable & Sendable>(_ type: Result.Type, _ line: [UInt8]) throws -> Result {
+        do {
+            return try JSONRPC.makeDecoder().decode(ResultOf<Result>.self, from: Data(line)).result
+        } catch {
+            throw NimbusClientError.badResponse("the result is not a \(Result.self): \(error)")
+        }
+    }
+}

@@ -1,0 +1,90 @@
+import NimbusCore
+import NimbusProtocol
+import NimbusSystem
+
+/// Turns engine events into `event` and `progress` notifications (PROTOCOL.md, "watch").
+/// Each is encoded once for all watchers. Progress is thinned to about ten notifications a
+/// second per path (always the first and the last), because the copier reports every chunk.
+struct ControlEventFanOut {
+    struct Line {
+        var bytes: [UInt8]
+        var isProgress: Bool
+    }
+
+    static let progressInterval: Int64 = 100_000_000
+    /// When each path in progress last had a notification (monotonic ns).
+    private var lastProgress: [RelativePath: Int64] = [:]
+
+    mutating func notifications(for batch: ControlInbox.Events, encode: (any Encodable) -> [UInt8]?) -> [Line] {
+        var lines: [Line] = []
+        for item in batch.items {
+            switch progress(item.event, wall: item.wall, monotonic: item.monotonic) {
+            case .send(let params):
+                if let bytes = encode(Notification(method: NotificationMethod.progress.rawValue, params: params)) {
+                    lines.append(Line(bytes: bytes, isProgress: true))
+                }
+            case .thinnedOut:
+                continue
+            case .notProgress:
+                if let params = Self.event(item.event, wall: item.wall),
+                   let bytes = encode(Notification(method: NotificationMethod.event.rawValue, params: params)) {
+                    lines.append(Line(bytes: bytes, isProgress: false))
+                }
+            }
+        }
+        if batch.dropped, let bytes = encode(Notification(method: NotificationMethod.event.rawValue,
+                                                          params: EventParams(type: "overflow", timeNs: SystemClock().wallNow))) {
+            lines.append(Line(bytes: bytes, isProgress: false))
+        }
+        return lines
+    }
+
+    private enum ProgressDecision {
+        case send(ProgressParams)
+        case thinnedOut
+        case notProgress
+    }
+
+    /// In-progress states become `progress` notifications, thinned per path.
+    private mutating func progress(_ event: EngineEvent, wall: Int64, monotonic: Int64) -> ProgressDecision {
+        guard case .stateChanged(let path, let state) = event else { return .notProgress }
+        let direction: String
+        switch state {
+        case .uploading: direction = "upload"
+        case .downloading: direction = "download"
+        default:
+            lastProgress[path] = nil
+            return .notProgress
+        }
+        let fraction = max(0, min(1, state.progress ?? 0))
+        let isEdge = fraction == 0 || fraction >= 1
+        if !isEdge, let last = lastProgress[path], monotonic - last < Self.progressInterval { return .thinnedOut }
+        lastProgress[path] = fraction >= 1 ? nil : monotonic
+        return .send(ProgressParams(path: WirePath(path), direction: direction, fraction: fraction, timeNs: wall))
+    }
+
+    static func event(_ event: EngineEvent, wall: Int64) -> EventParams? {
+        switch event {
+        case .stateChanged(let path, let state):
+            var params = EventParams(type: "state", timeNs: wall)
+            params.setPath(WirePath(path))
+            params.state = state.name
+            params.message = state.message
+            return params
+        case .conflict(let path, let copy):
+            var params = EventParams(type: "conflict", timeNs: wall)
+            params.setPath(WirePath(path))
+            params.setConflictCopy(WirePath(copy))
+            return params
+        case .error(let path, let message):
+            var params = EventParams(type: "error", timeNs: wall)
+            params.setPath(WirePath(path))
+            params.message = message
+            return params
+        case .phase(let phase):
+            var params = EventParams(type: "phase", timeNs: wall)
+            (params.phase, params.reason) = ControlHandler.describe(phase)
+            return params
+        }
+    }
+}

@@ -1,0 +1,244 @@
+import Foundation
+import NimbusCore
+import NimbusProtocol
+import NimbusSystem
+
+extension ControlHandler {
+    // MARK: - Work on the engine thread
+
+    /// Runs `body` on the engine thread between sync passes and answers with its result, once
+    /// it is done. Refused while paused (these commands copy files) or halted.
+    func onEngine<R: Codable & Sendable>(_ request: ControlRequest, _ body: @escaping @Sendable () throws -> R) throws {
+        let replier = try later(request)
+        let runtime = context.runtime
+        runtime.perform {
+            replier.answer {
+                try Self.checkRunnable(runtime)
+                return try body()
+            }
+        }
+    }
+
+    /// On the engine thread: may the engine copy now?
+    static func checkRunnable(_ runtime: PairRuntime) throws {
+        if runtime.paused {
+            throw RPCError(.paused, "sync is paused", reason: "this would copy files, and sync is paused",
+                           suggestion: "run 'nimbusctl resume' first")
+        }
+        if case .halted(let message) = runtime.engine.status.phase {
+            throw RPCError(.daemonHalted, "sync is halted", reason: message,
+                           suggestion: "mount or restore the missing folder; sync resumes by itself")
+        }
+    }
+
+    func resolve(_ request: ControlRequest) throws {
+        let params = try requiredParams(ResolveParams.self, request)
+        let path = try resolvePath(params.path, params.pathBytes, field: "path")
+        guard let choice = ConflictChoice(rawValue: params.keep) else {
+            throw RPCError(.invalidParams, "invalid parameters for resolve", reason: "keep: \"\(params.keep)\" is not local, cloud or both",
+                           suggestion: "keep local (this device's version), cloud (the cloud's version) or both")
+        }
+        let engine = self.engine
+        try onEngine(request) {
+            do {
+                try engine.resolve(path, keep: choice)
+            } catch {
+                throw Self.failure(error, path: path)
+            }
+            return ResolveResult(path: WirePath(path), kept: choice.rawValue)
+        }
+    }
+
+    func restore(_ request: ControlRequest) throws {
+        let params = try requiredParams(RestoreParams.self, request)
+        let path = try resolvePath(params.path, params.pathBytes, field: "path")
+        let target = params.to == nil && params.toBytes == nil ? nil : try resolvePath(params.to, params.toBytes, field: "to")
+        let engine = self.engine
+        try onEngine(request) {
+            do {
+                let version = try params.version ?? engine.versions(of: path).first?.id
+                let destination = try engine.restore(path, versionID: params.version, to: target)
+                return RestoreResult(path: WirePath(path), version: version ?? "", restoredTo: WirePath(destination))
+            } catch {
+                throw Self.failure(error, path: path)
+            }
+        }
+    }
+
+    func pause(_ request: ControlRequest, _ paused: Bool) throws {
+        let runtime = context.runtime
+        let replier = try later(request)
+        runtime.setPaused(paused)
+        // The runtime's inbox is served in order: this runs once the pause took effect.
+        runtime.perform { replier.succeed(PauseResult(paused: runtime.paused)) }
+        server.log.notice(paused ? "paused by \(request.client.description)" : "resumed by \(request.client.description)")
+    }
+
+    func rescan(_ request: ControlRequest) throws {
+        let engine = self.engine, runtime = context.runtime
+        try onEngine(request) {
+            engine.sync(nil)
+            try Self.checkRunnable(runtime)
+            return RescanResult(tracked: engine.status.tracked)
+        }
+    }
+
+    func decideDeletes(_ request: ControlRequest, confirm: Bool) throws {
+        let engine = self.engine
+        try onEngine(request) {
+            DeletesResult(count: confirm ? engine.confirmDeletes() : engine.revertDeletes())
+        }
+    }
+
+    func watch(_ request: ControlRequest) throws {
+        let params = try params(WatchParams.self, request) ?? WatchParams()
+        server.startWatching(request.client, progress: params.progress ?? true)
+        answer(request, WatchResult(watching: true))
+    }
+
+    func reload(_ request: ControlRequest) throws {
+        guard let reload = context.reload else {
+            throw RPCError(.notSupported, "reload is not available", reason: "this daemon was started without a configuration to reload",
+                           suggestion: "restart the daemon to apply new settings")
+        }
+        let replier = try later(request)
+        workers.run {
+            replier.answer {
+                do { return try reload() } catch let error as RPCError { throw error } catch {
+                    throw RPCError(.failed, "the configuration was not reloaded", reason: "\(error)",
+                                   suggestion: "fix the configuration and reload again; the old settings stay in effect")
+                }
+            }
+        }
+    }
+
+    // MARK: - Leases
+
+    func acquire(_ request: ControlRequest) throws {
+        let params = try requiredParams(AcquireParams.self, request)
+        let path = try resolvePath(params.path, params.pathBytes, field: "path")
+        guard let mode = LockMode(rawValue: params.mode) else {
+            throw RPCError(.invalidParams, "invalid parameters for acquire", reason: "mode: \"\(params.mode)\" is not shared or exclusive",
+                           suggestion: "use shared to read, exclusive to write")
+        }
+        var timeout: Duration?
+        if let seconds = params.timeoutSeconds {
+            guard seconds.isFinite, (0...31_536_000).contains(seconds) else {
+                throw RPCError(.invalidParams, "invalid parameters for acquire", reason: "timeoutSeconds: \(seconds) is not between 0 and one year",
+                               suggestion: "give a number of seconds, 0 for no waiting, or leave it out to wait as long as needed")
+            }
+            timeout = .nanoseconds(Int64(seconds * 1e9))
+        }
+        let replier = try later(request)
+        context.leases.acquire(path, mode: mode, owner: request.client.owner, timeout: timeout) { result in
+            switch result {
+            case .success(let lease):
+                replier.succeed(AcquireResult(lease: lease.rawValue, path: WirePath(path), mode: mode.rawValue))
+            case .failure(.busy(let holders)):
+                let who = holders.map { "lease \($0.id.rawValue) (\($0.mode.rawValue), \($0.path.isRoot ? "the whole folder" : $0.path.description))" }
+                replier.fail(RPCError(.busy, "\(path.isRoot ? "the folder" : path.description) is locked",
+                                      reason: who.isEmpty ? "earlier requests are waiting for it" : "held by " + who.joined(separator: ", "),
+                                      suggestion: "try again later, or wait longer with a bigger timeoutSeconds"))
+            case .failure(.withdrawn):
+                replier.fail(RPCError(.failed, "the lease request was withdrawn", reason: "the connection closed",
+                                      suggestion: "keep the connection open while you wait"))
+            }
+        }
+    }
+
+    func release(_ request: ControlRequest) throws {
+        let params = try requiredParams(ReleaseParams.self, request)
+        let lease = LockID(rawValue: params.lease)
+        let released = context.leases.snapshot().first { $0.id == lease && $0.owner == request.client.owner }
+        guard context.leases.release(lease, owner: request.client.owner), let released else {
+            throw RPCError(.notFound, "no lease \(params.lease) on this connection",
+                           reason: "this connection does not hold lease \(params.lease) (released already, or another connection's)",
+                           suggestion: "see the leases with 'locks'; a lease can only be released by the connection that acquired it")
+        }
+        syncAfterWriting([released])
+        answer(request, ReleaseResult(released: params.lease))
+    }
+
+    /// Releases every lease of a connection that closed, however it closed.
+    func releaseLeases(of owner: OwnerID) {
+        let held = context.leases.snapshot().filter { $0.owner == owner }
+        // Always: an acquisition still starting is not in the snapshot yet, and must learn
+        // that its connection is gone.
+        context.leases.releaseAll(owner: owner)
+        syncAfterWriting(held)
+    }
+
+    /// What an application wrote under an exclusive lease is synced right after its release
+    /// (issue #8), not at the next rescan.
+    private func syncAfterWriting(_ leases: [LockInfo]) {
+        let paths = leases.filter { $0.mode == .exclusive && $0.state == .granted }.map(\.path)
+        if !paths.isEmpty { context.runtime.syncSoon(paths) }
+    }
+
+    // MARK: - Paths and errors
+
+    /// The path of a request, checked: lexically (WirePath) and on disk, where no folder on
+    /// the way may be a symlink (the last component may be one: it is synced as one).
+    func resolvePath(_ text: String?, _ base64: String?, field: String, default fallback: RelativePath? = nil) throws -> RelativePath {
+        if text == nil && base64 == nil, let fallback { return fallback }
+        let wire: WirePath
+        do {
+            wire = try WirePath(text: text, base64: base64)
+        } catch .missing {
+            throw RPCError(.invalidParams, "the \(field) is missing", reason: "\(field): missing",
+                           suggestion: "give \(field) relative to the local folder, such as \"Documents/report.pdf\"")
+        } catch {
+            throw Self.invalidPath(text ?? base64 ?? "", reason: error.description)
+        }
+        let path: RelativePath
+        do {
+            path = try wire.relativePath()
+        } catch {
+            throw Self.invalidPath(wire.text, reason: error.description)
+        }
+        var prefix = RelativePath.root
+        for name in path.components.dropLast() {
+            prefix = try prefix.appending(name: name)
+            guard let metadata = try? engine.local.metadata(of: prefix) else { break }
+            if metadata.kind == .symlink {
+                throw Self.invalidPath(wire.text, reason: "\(prefix) is a symlink inside the local folder, and Nimbus never follows symlinks")
+            }
+            if metadata.kind != .directory { break }
+        }
+        return path
+    }
+
+    static func invalidPath(_ text: String, reason: String) -> RPCError {
+        RPCError(.invalidPath, "invalid path \"\(text)\"", reason: reason,
+                 suggestion: "give a path relative to the local folder, without '..', such as \"Documents/report.pdf\"")
+    }
+
+    static func notFound(_ path: RelativePath) -> RPCError {
+        RPCError(.notFound, "no such file or folder", reason: "\(path.isRoot ? "the local folder" : path.description) is not in the local folder",
+                 suggestion: "check the path with 'nimbusctl ls'")
+    }
+
+    /// An engine or system error as the protocol says it.
+    static func failure(_ error: any Error, path: RelativePath? = nil) -> RPCError {
+        if let error = error as? RPCError { return error }
+        if let error = error as? EngineRequestError {
+            switch error.kind {
+            case .notFound:
+                return RPCError(.notFound, "not found", reason: error.message, suggestion: "check the path with 'nimbusctl ls' or 'nimbusctl versions'")
+            case .notInConflict:
+                return RPCError(.notInConflict, "not in conflict", reason: error.message, suggestion: "list the conflicts with 'nimbusctl conflicts'")
+            case .invalidArgument:
+                return RPCError(.invalidParams, "invalid parameters", reason: error.message, suggestion: "see 'nimbusctl help'")
+            case .failed:
+                return RPCError(.failed, "the operation failed", reason: error.message, suggestion: "see the daemon's log for details and try again")
+            }
+        }
+        if let error = error as? SystemError, error.errno == .noSuchFile, let path {
+            return notFound(path)
+        }
+        if let error = error as? Errno, error == .noSuchFile, let path {
+            return notFound(path)
+        }
+        return RPCError(.failed, "the operation failed", reason: "\(error)", suggestion: "see the daemon's log for details and try again")
+    }
+}

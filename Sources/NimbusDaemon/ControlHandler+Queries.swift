@@ -1,0 +1,202 @@
+import Foundation
+import NimbusCore
+import NimbusProtocol
+import NimbusSystem
+
+extension ControlHandler {
+    func dispatch(_ request: ControlRequest) throws {
+        switch request.method {
+        case .hello: try hello(request)
+        case .status: answer(request, status(clients: server.clientCount))
+        case .list: try list(request)
+        case .stat: try stat(request)
+        case .download, .evict, .pin, .unpin: try placeholderMethod(request)
+        case .conflicts: try conflicts(request)
+        case .resolve: try resolve(request)
+        case .versions: try versions(request)
+        case .restore: try restore(request)
+        case .pause, .resume: try pause(request, request.method == .pause)
+        case .rescan: try rescan(request)
+        case .confirmDeletes, .revertDeletes: try decideDeletes(request, confirm: request.method == .confirmDeletes)
+        case .watch: try watch(request)
+        case .locks: locks(request)
+        case .reload: try reload(request)
+        case .acquire: try acquire(request)
+        case .release: try release(request)
+        }
+    }
+
+    // MARK: - hello, status
+
+    func hello(_ request: ControlRequest) throws {
+        let params = try params(HelloParams.self, request) ?? HelloParams()
+        guard let version = Set(params.versions).intersection(ProtocolVersion.supported).max() else {
+            throw RPCError(.notSupported, "no common protocol version",
+                           reason: "the daemon speaks protocol \(ProtocolVersion.supported.map(String.init).joined(separator: ", ")), the client \(params.versions.map(String.init).joined(separator: ", "))",
+                           suggestion: "use a nimbusctl of the same release as nimbusd (\(NimbusVersion.string))")
+        }
+        if let client = params.client { server.log.debug("\(request.client.description) is \(client)") }
+        answer(request, HelloResult(version: version, daemonVersion: NimbusVersion.string, instance: context.instance,
+                                    localRoot: context.localRoot, cloudRoot: context.cloudRoot,
+                                    deviceName: engine.settings.deviceName, pid: ProcessInfo.processInfo.processIdentifier))
+    }
+
+    func status(clients: Int) -> StatusResult {
+        let status = engine.status
+        let (phase, reason) = Self.describe(status.phase)
+        return StatusResult(phase: phase, reason: reason, paused: status.phase == .paused, tracked: status.tracked,
+                            heldDeletes: status.heldDeletes, conflicts: engine.conflictCount,
+                            bytesCopied: status.bytesCopied, filesCopied: status.filesCopied, lastError: status.lastError,
+                            instance: context.instance, localRoot: context.localRoot, cloudRoot: context.cloudRoot,
+                            deviceName: engine.settings.deviceName, daemonVersion: NimbusVersion.string,
+                            startedAtNs: context.startedAtNs, clients: clients)
+    }
+
+    static func describe(_ phase: EnginePhase) -> (name: String, reason: String?) {
+        switch phase {
+        case .starting: ("starting", nil)
+        case .idle: ("idle", nil)
+        case .syncing: ("syncing", nil)
+        case .paused: ("paused", nil)
+        case .halted(let message): ("halted", message)
+        }
+    }
+
+    // MARK: - Entries
+
+    func list(_ request: ControlRequest) throws {
+        let params = try params(ListParams.self, request) ?? ListParams()
+        let client = request.client
+        if let token = params.cursor {
+            guard let listing = client.listing, listing.token == token else {
+                throw RPCError(.notFound, "no listing for this cursor",
+                               reason: "the cursor \"\(token)\" does not belong to the listing in progress on this connection",
+                               suggestion: "start the listing again without a cursor")
+            }
+            let replier = try later(request)
+            workers.run { Self.sendPage(listing.cursor, token: token, replier: replier) }
+            return
+        }
+        let path = try resolvePath(params.path, params.pathBytes, field: "path", default: .root)
+        if let state = params.state, !FileState.allNames.contains(state) {
+            throw RPCError(.invalidParams, "invalid parameters for list", reason: "state: \"\(state)\" is not a state",
+                           suggestion: "use one of \(FileState.allNames.joined(separator: ", "))")
+        }
+        let limit = params.limit ?? ListingCursor.defaultLimit
+        guard (1...ListingCursor.maximumLimit).contains(limit) else {
+            throw RPCError(.invalidParams, "invalid parameters for list", reason: "limit: \(limit) is not between 1 and \(ListingCursor.maximumLimit)",
+                           suggestion: "give a limit from 1 to \(ListingCursor.maximumLimit), or none")
+        }
+        client.listingCounter += 1
+        let token = "\(client.id).\(client.listingCounter)"
+        let replier = try later(request)
+        let engine = self.engine
+        let recursive = params.recursive ?? false, state = params.state
+        workers.run {
+            do {
+                let entries = try engine.listEntries(under: path, recursive: recursive)
+                    .filter { state == nil || $0.state.name == state }
+                    .map(Self.wireEntry)
+                Self.sendPage(ListingCursor(entries, limit: limit), token: token, replier: replier)
+            } catch {
+                replier.fail(Self.failure(error, path: path))
+            }
+        }
+    }
+
+    /// Answers with the next page of `cursor`, and keeps or forgets the listing on the
+    /// connection depending on whether more follows.
+    static func sendPage(_ cursor: ListingCursor, token: String, replier: ControlReplier) {
+        let page = cursor.nextPage()
+        let more = !cursor.isExhausted
+        let line = replier.id.map { ListingCursor.line(id: $0, entries: page.json, nextCursor: more ? token : nil) }
+        replier.deliver(line) { client in
+            if more {
+                client.listing = (token, cursor)
+            } else if client.listing?.token == token {
+                client.listing = nil
+            }
+        }
+    }
+
+    func stat(_ request: ControlRequest) throws {
+        let params = try requiredParams(PathParams.self, request)
+        let path = try resolvePath(params.path, params.pathBytes, field: "path")
+        let replier = try later(request)
+        let engine = self.engine
+        workers.run {
+            replier.answer {
+                guard let entry = engine.entry(path) else { throw Self.notFound(path) }
+                return Self.wireEntry(entry)
+            }
+        }
+    }
+
+    static func wireEntry(_ info: EntryInfo) -> Entry {
+        Entry(path: WirePath(info.path), kind: kindName(info.kind), size: info.size, mtimeNs: info.mtime, state: info.state,
+              conflictCopy: info.state == .conflict ? info.conflictCopy.map(WirePath.init) : nil,
+              residency: residencyName(info.residency))
+    }
+
+    static func kindName(_ kind: FileKind) -> String {
+        switch kind {
+        case .file: "file"
+        case .directory: "directory"
+        case .symlink: "symlink"
+        case .special: "special"
+        }
+    }
+
+    static func residencyName(_ residency: Residency) -> String {
+        switch residency {
+        case .auto: "auto"
+        case .pinned: "pinned"
+        case .evicted: "evicted"
+        }
+    }
+
+    func placeholderMethod(_ request: ControlRequest) throws {
+        let params = try requiredParams(PathParams.self, request)
+        _ = try resolvePath(params.path, params.pathBytes, field: "path")
+        throw RPCError(.notSupported, "\(request.method.rawValue) is not supported yet",
+                       reason: "placeholders arrive with on-demand mode (issue #5)",
+                       suggestion: "in mirror mode every file is already downloaded")
+    }
+
+    // MARK: - Conflicts, versions, locks
+
+    func conflicts(_ request: ControlRequest) throws {
+        let all = engine.conflicts().map { ConflictInfo(path: WirePath($0.path), conflictCopy: WirePath($0.conflictCopy)) }
+        let result = ConflictsResult(conflicts: all)
+        guard let id = request.id, let line = encodeLine(Response(id: id, result: result)) else { return }
+        guard line.count <= maximumLineLength + 1 else {
+            throw RPCError(.failed, "too many conflicts for one answer", reason: "\(all.count) paths are in conflict",
+                           suggestion: "list them page by page with list {\"recursive\": true, \"state\": \"conflict\"}")
+        }
+        server.send(request.client, line)
+    }
+
+    func versions(_ request: ControlRequest) throws {
+        let params = try requiredParams(PathParams.self, request)
+        let path = try resolvePath(params.path, params.pathBytes, field: "path")
+        let replier = try later(request)
+        let engine = self.engine
+        workers.run {
+            replier.answer {
+                let versions = try engine.versions(of: path).map {
+                    VersionInfo(id: $0.id, size: $0.metadata.size, mtimeNs: $0.metadata.mtime)
+                }
+                return VersionsResult(path: WirePath(path), versions: versions)
+            }
+        }
+    }
+
+    func locks(_ request: ControlRequest) {
+        let owner = request.client.owner
+        let locks = context.leases.snapshot().map { info in
+            LeaseInfo(lease: info.id.rawValue, path: WirePath(info.path), mode: info.mode.rawValue, state: info.state.rawValue,
+                      owner: info.owner?.rawValue, mine: info.owner == owner)
+        }
+        answer(request, LocksResult(locks: locks))
+    }
+}

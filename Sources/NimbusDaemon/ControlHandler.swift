@@ -1,0 +1,253 @@
+import Dispatch
+import Foundation
+import NimbusCore
+import NimbusProtocol
+import NimbusSystem
+import Synchronization
+
+/// What the control server serves: the pair, who the daemon is, the lease table, and how
+/// to reload the configuration.
+public struct ControlContext: Sendable {
+    public var runtime: PairRuntime
+    public var instance: String
+    public var localRoot: String
+    public var cloudRoot: String
+    public var startedAtNs: Int64
+    public var leases: any LeaseProvider
+    /// Re-reads the configuration (the `reload` method); nil answers `not_supported`.
+    public var reload: (@Sendable () throws -> ReloadResult)?
+
+    public init(runtime: PairRuntime, instance: String, localRoot: String, cloudRoot: String, startedAtNs: Int64,
+                leases: (any LeaseProvider)? = nil, reload: (@Sendable () throws -> ReloadResult)? = nil) {
+        self.runtime = runtime
+        self.instance = instance
+        self.localRoot = localRoot
+        self.cloudRoot = cloudRoot
+        self.startedAtNs = startedAtNs
+        // Leases live in the engine's own lock table, so a leased path is left alone while held.
+        self.leases = leases ?? PathLocksLeaseProvider(locks: runtime.engine.locks)
+        self.reload = reload
+    }
+}
+
+/// One request being handled.
+struct ControlRequest {
+    let id: RequestID?
+    let method: ControlMethod
+    let data: Data
+    let client: ControlClientConnection
+}
+
+/// Reads requests and answers them (PROTOCOL.md). Runs on the server thread; what may take
+/// time is handed to the engine thread, a worker queue or the lease table, which answer
+/// through a `ControlReplier`.
+final class ControlHandler {
+    let context: ControlContext
+    unowned let server: ControlServer
+    let encoder = JSONRPC.makeEncoder()
+    let decoder = JSONRPC.makeDecoder()
+    let workers = ControlWorkers(count: 4)
+
+    var engine: SyncEngine<DiskFileSystem> { context.runtime.engine }
+
+    init(context: ControlContext, server: ControlServer) {
+        self.context = context
+        self.server = server
+    }
+
+    func encodeLine(_ value: any Encodable) -> [UInt8]? {
+        do {
+            return try JSONRPC.line(value, encoder: encoder)
+        } catch {
+            server.log.error("control socket: cannot encode an answer: \(error)")
+            return nil
+        }
+    }
+
+    // MARK: - Reading a request
+
+    func handle(_ line: [UInt8], from client: ControlClientConnection) {
+        let data = Data(line)
+        let head: MessageHead
+        do {
+            head = try decoder.decode(MessageHead.self, from: data)
+        } catch {
+            return rejectUnreadable(data, error, client)
+        }
+        guard head.jsonrpc == JSONRPC.version else {
+            return reply(head.id, client, RPCError(.invalidRequest, "not a JSON-RPC 2.0 request",
+                                                   reason: "\"jsonrpc\" must be \"2.0\"", suggestion: Self.requestExample))
+        }
+        guard let name = head.method else {
+            return reply(head.id, client, RPCError(.invalidRequest, "the request has no method",
+                                                   reason: "a request needs \"method\" (a string)", suggestion: Self.requestExample))
+        }
+        guard let method = ControlMethod(rawValue: name) else {
+            let known = ControlMethod.allCases.map(\.rawValue).joined(separator: ", ")
+            return reply(head.id, client, RPCError(.methodNotFound, "no method named \"\(name)\"",
+                                                   reason: "this daemon (protocol \(ProtocolVersion.current)) does not know \(name)",
+                                                   suggestion: "known methods: \(known)"))
+        }
+        let request = ControlRequest(id: head.id, method: method, data: data, client: client)
+        do {
+            try dispatch(request)
+        } catch let error as RPCError {
+            reply(request.id, client, error)
+        } catch {
+            server.log.error("control socket: \(method.rawValue) failed unexpectedly: \(error)")
+            reply(request.id, client, RPCError(.internalError, "internal error in \(method.rawValue)", reason: "\(error)",
+                                               suggestion: "this is a bug in nimbusd; please report it with the daemon's log"))
+        }
+    }
+
+    static let requestExample = "send one JSON-RPC 2.0 object per line, e.g. {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"status\"}"
+
+    /// Not JSON at all (parse error), or JSON that is not a request object.
+    private func rejectUnreadable(_ data: Data, _ error: any Error, _ client: ControlClientConnection) {
+        guard let json = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]) else {
+            let reason = String(validating: data, as: UTF8.self) == nil ? "the line is not valid UTF-8" : Self.syntaxProblem(error)
+            return reply(nil, client, RPCError(.parseError, "the line is not valid JSON", reason: reason, suggestion: Self.requestExample),
+                         always: true)
+        }
+        let reason: String
+        switch json {
+        case is [Any]: reason = "batches (JSON arrays) are not supported; send one request per line"
+        case is [String: Any]: reason = Self.explain(error)
+        default: reason = "a request must be a JSON object"
+        }
+        // Find the id if it is readable, so the client can match the error to its request.
+        let id = (try? decoder.decode(IDOnly.self, from: data))?.id
+        reply(id, client, RPCError(.invalidRequest, "not a valid JSON-RPC request", reason: reason, suggestion: Self.requestExample),
+              always: true)
+    }
+
+    private struct IDOnly: Decodable { var id: RequestID? }
+
+    /// The parameters of `request` as `P`; nil when absent.
+    func params<P: Decodable & Sendable>(_ type: P.Type, _ request: ControlRequest) throws -> P? {
+        do {
+            return try decoder.decode(ParamsOf<P>.self, from: request.data).params
+        } catch let error as DecodingError {
+            throw RPCError(.invalidParams, "invalid parameters for \(request.method.rawValue)", reason: Self.explain(error),
+                           suggestion: "see PROTOCOL.md for the parameters of \(request.method.rawValue)")
+        }
+    }
+
+    func requiredParams<P: Decodable & Sendable>(_ type: P.Type, _ request: ControlRequest) throws -> P {
+        guard let params = try params(type, request) else {
+            throw RPCError(.invalidParams, "\(request.method.rawValue) needs parameters", reason: "params: missing",
+                           suggestion: "see PROTOCOL.md for the parameters of \(request.method.rawValue)")
+        }
+        return params
+    }
+
+    /// What is wrong with text that is not JSON, as the parser says it.
+    static func syntaxProblem(_ error: any Error) -> String {
+        if case .dataCorrupted(let context) = error as? DecodingError, let underlying = context.underlyingError {
+            return "\(underlying)"
+        }
+        return "it is not well-formed JSON"
+    }
+
+    /// `field: expected a boolean`, from a decoding error.
+    static func explain(_ error: any Error) -> String {
+        guard let error = error as? DecodingError else { return "\(error)" }
+        func location(_ context: DecodingError.Context, _ extra: (any CodingKey)? = nil) -> String {
+            var keys = context.codingPath
+            if let extra { keys.append(extra) }
+            if keys.first?.stringValue == "params" { keys.removeFirst() }
+            let text = keys.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+            return text.isEmpty ? "params" : text.replacingOccurrences(of: ".[", with: "[")
+        }
+        switch error {
+        case .typeMismatch(let type, let context): return "\(location(context)): expected \(describe(type))"
+        case .valueNotFound(let type, let context): return "\(location(context)): expected \(describe(type)), got null"
+        case .keyNotFound(let key, let context): return "\(location(context, key)): missing"
+        case .dataCorrupted(let context): return "\(location(context)): \(context.debugDescription)"
+        @unknown default: return "\(error)"
+        }
+    }
+
+    static func describe(_ type: Any.Type) -> String {
+        if type == Bool.self { return "a boolean" }
+        if type == String.self { return "a string" }
+        if [Int.self, Int64.self, UInt64.self, Int32.self, UInt32.self].contains(where: { $0 == type }) { return "an integer" }
+        if type == Double.self { return "a number" }
+        if "\(type)".hasPrefix("Array") { return "an array" }
+        return "an object"
+    }
+
+    // MARK: - Answering
+
+    /// Answers at once. Nothing is sent for a notification (no id), except for errors about
+    /// lines that could not be read as a request at all (`always`).
+    func reply(_ id: RequestID?, _ client: ControlClientConnection, _ error: RPCError, always: Bool = false) {
+        guard id != nil || always else { return }
+        server.respond(client, ErrorResponse(id: id, error: error))
+    }
+
+    func answer<R: Codable & Sendable>(_ request: ControlRequest, _ result: R) {
+        guard let id = request.id else { return }
+        server.respond(request.client, Response(id: id, result: result))
+    }
+
+    /// For an answer that comes later from another thread. Refuses when the connection has
+    /// too many answers outstanding.
+    func later(_ request: ControlRequest) throws -> ControlReplier {
+        guard request.client.inFlight < server.limits.maximumInFlight else {
+            throw RPCError(.busy, "too many requests waiting on this connection",
+                           reason: "\(request.client.inFlight) requests of this connection are not answered yet",
+                           suggestion: "wait for answers before sending more requests")
+        }
+        request.client.inFlight += 1
+        return ControlReplier(server: server, clientID: request.client.id, id: request.id)
+    }
+}
+
+/// Sends the answer to one request from any thread, exactly once.
+struct ControlReplier: Sendable {
+    let server: ControlServer
+    let clientID: UInt64
+    let id: RequestID?
+
+    func succeed<R: Codable & Sendable>(_ result: R, prepare: (@Sendable (ControlClientConnection) -> Void)? = nil) {
+        deliver(id.flatMap { try? JSONRPC.line(Response(id: $0, result: result)) }, prepare: prepare)
+    }
+
+    func fail(_ error: RPCError) {
+        deliver(id.flatMap { try? JSONRPC.line(ErrorResponse(id: $0, error: error)) }, prepare: nil)
+    }
+
+    /// Runs `body`; its result or thrown error is the answer.
+    func answer<R: Codable & Sendable>(_ body: () throws -> R) {
+        do {
+            succeed(try body())
+        } catch let error as RPCError {
+            fail(error)
+        } catch {
+            fail(ControlHandler.failure(error))
+        }
+    }
+
+    /// Sends a finished answer line (nil for a notification, which gets none).
+    func deliver(_ line: [UInt8]?, prepare: (@Sendable (ControlClientConnection) -> Void)?) {
+        let clientID = self.clientID
+        server.post { server in server.deliverLater(to: clientID, line, prepare: prepare) }
+    }
+}
+
+/// A few serial queues for requests that read the disk (`list`, `stat`, `versions`), so a
+/// slow one never holds up the server thread and at most a few run at once.
+final class ControlWorkers: Sendable {
+    private let queues: [DispatchQueue]
+    private let next = Atomic<Int>(0)
+
+    init(count: Int) {
+        queues = (0..<count).map { DispatchQueue(label: "nimbus.control.worker\($0)") }
+    }
+
+    func run(_ work: @escaping @Sendable () -> Void) {
+        let index = next.wrappingAdd(1, ordering: .relaxed).oldValue
+        queues[abs(index % queues.count)].async(execute: work)
+    }
+}

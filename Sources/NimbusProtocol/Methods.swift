@@ -1,0 +1,206 @@
+import NimbusCore
+
+/// The methods of the control protocol (DESIGN §7). PROTOCOL.md documents each with an
+/// example; its field tables are the contract for scripts.
+public enum ControlMethod: String, CaseIterable, Sendable, Codable {
+    case hello, status, list, stat, download, evict, pin, unpin, conflicts, resolve, versions, restore
+    case pause, resume, rescan, confirmDeletes, revertDeletes, watch, locks, reload, acquire, release
+}
+
+/// Protocol versions. `hello` picks the highest version both sides support. Adding fields
+/// or methods does not change the version; removing or changing the meaning of one does.
+public enum ProtocolVersion {
+    public static let current = 1
+    public static let supported = [1]
+}
+
+/// Longest line either side may send, without its newline.
+public let maximumLineLength = 1 << 20
+
+// MARK: - hello
+
+public struct HelloParams: Codable, Sendable, Equatable {
+    /// Protocol versions the client speaks.
+    public var versions: [Int]
+    /// Free text for the daemon's log, e.g. "nimbusctl 0.1.0".
+    public var client: String?
+    public init(versions: [Int] = ProtocolVersion.supported, client: String? = nil) {
+        self.versions = versions
+        self.client = client
+    }
+}
+
+public struct HelloResult: Codable, Sendable, Equatable {
+    /// The chosen protocol version.
+    public var version: Int
+    public var daemonVersion: String
+    public var instance: String
+    public var localRoot: String
+    public var cloudRoot: String
+    public var deviceName: String
+    public var pid: Int32
+    public init(version: Int, daemonVersion: String, instance: String, localRoot: String, cloudRoot: String,
+                deviceName: String, pid: Int32) {
+        self.version = version
+        self.daemonVersion = daemonVersion
+        self.instance = instance
+        self.localRoot = localRoot
+        self.cloudRoot = cloudRoot
+        self.deviceName = deviceName
+        self.pid = pid
+    }
+}
+
+// MARK: - status
+
+/// `phase` names: starting, idle, syncing, paused, halted.
+public struct StatusResult: Codable, Sendable, Equatable {
+    public var phase: String
+    /// Why sync is halted (a folder is missing); absent otherwise.
+    public var reason: String?
+    public var paused: Bool
+    /// Entries in sync (journal records).
+    public var tracked: Int
+    /// Deletions held by the mass-delete guard; confirmDeletes or revertDeletes decides.
+    public var heldDeletes: Int
+    public var conflicts: Int
+    public var bytesCopied: Int64
+    public var filesCopied: Int
+    /// The last sync error since start, if any.
+    public var lastError: String?
+    public var instance: String
+    public var localRoot: String
+    public var cloudRoot: String
+    public var deviceName: String
+    public var daemonVersion: String
+    public var startedAt: String
+    public var startedAtNs: Int64
+    /// Control connections open now, this one included.
+    public var clients: Int
+    public init(phase: String, reason: String?, paused: Bool, tracked: Int, heldDeletes: Int, conflicts: Int,
+                bytesCopied: Int64, filesCopied: Int, lastError: String?, instance: String, localRoot: String,
+                cloudRoot: String, deviceName: String, daemonVersion: String, startedAtNs: Int64, clients: Int) {
+        self.phase = phase
+        self.reason = reason
+        self.paused = paused
+        self.tracked = tracked
+        self.heldDeletes = heldDeletes
+        self.conflicts = conflicts
+        self.bytesCopied = bytesCopied
+        self.filesCopied = filesCopied
+        self.lastError = lastError
+        self.instance = instance
+        self.localRoot = localRoot
+        self.cloudRoot = cloudRoot
+        self.deviceName = deviceName
+        self.daemonVersion = daemonVersion
+        self.startedAt = WireTime.rfc3339(nanoseconds: startedAtNs)
+        self.startedAtNs = startedAtNs
+        self.clients = clients
+    }
+}
+
+// MARK: - Entries (list, stat)
+
+/// One path with its state. `kind`: file, directory, symlink, special. `state`: a
+/// `FileState` name (DESIGN §2). `residency`: auto, pinned, evicted.
+public struct Entry: Codable, Sendable, Hashable {
+    public var path: String
+    public var pathBytes: String?
+    public var kind: String
+    /// Bytes; 0 for directories.
+    public var size: Int64
+    public var mtime: String
+    public var mtimeNs: Int64
+    public var state: String
+    /// 0…1 while `uploading` or `downloading`; absent otherwise.
+    public var progress: Double?
+    /// Why, when `state` is `error`; absent otherwise.
+    public var message: String?
+    /// This device's copy, when `state` is `conflict`.
+    public var conflictCopy: String?
+    public var conflictCopyBytes: String?
+    public var residency: String
+
+    public init(path: WirePath, kind: String, size: Int64, mtimeNs: Int64, state: FileState,
+                conflictCopy: WirePath?, residency: String) {
+        (self.path, self.pathBytes) = path.fields
+        self.kind = kind
+        self.size = size
+        self.mtime = WireTime.rfc3339(nanoseconds: mtimeNs)
+        self.mtimeNs = mtimeNs
+        self.state = state.name
+        self.progress = state.progress
+        self.message = state.message
+        (self.conflictCopy, self.conflictCopyBytes) = conflictCopy?.fields ?? (nil, nil)
+        self.residency = residency
+    }
+
+    public var wirePath: WirePath { (try? WirePath(text: path, base64: pathBytes)) ?? WirePath(path) }
+
+    /// The state as the engine's type, when the name is one this version knows.
+    public var fileState: FileState? { FileState(wireName: state, progress: progress, message: message) }
+}
+
+extension FileState {
+    /// The inverse of `name` plus the wire's `progress` and `message` fields.
+    public init?(wireName: String, progress: Double? = nil, message: String? = nil) {
+        switch wireName {
+        case "local": self = .local
+        case "uploading": self = .uploading(progress: progress ?? 0)
+        case "notDownloaded": self = .notDownloaded
+        case "downloading": self = .downloading(progress: progress ?? 0)
+        case "downloaded": self = .downloaded
+        case "outdated": self = .outdated
+        case "conflict": self = .conflict
+        case "error": self = .error(message ?? "")
+        default: return nil
+        }
+    }
+}
+
+/// Parameters of the methods that take one path: stat, download, evict, pin, unpin, versions.
+public struct PathParams: Codable, Sendable, Equatable {
+    public var path: String?
+    public var pathBytes: String?
+    public init(_ path: WirePath) {
+        (self.path, self.pathBytes) = path.fields
+    }
+}
+
+public struct ListParams: Codable, Sendable, Equatable {
+    /// The folder to list (or a single file); default the root.
+    public var path: String?
+    public var pathBytes: String?
+    /// Everything below `path`, not only its direct entries. Default false.
+    public var recursive: Bool?
+    /// Only entries in this state (a `FileState` name).
+    public var state: String?
+    /// At most this many entries per answer (1…10000; the daemon may send fewer so that a
+    /// line stays under 1 MiB).
+    public var limit: Int?
+    /// `nextCursor` of the previous answer: the next page of the same listing. The other
+    /// parameters are then ignored.
+    public var cursor: String?
+    public init(path: WirePath = WirePath(bytes: []), recursive: Bool = false, state: String? = nil,
+                limit: Int? = nil, cursor: String? = nil) {
+        (self.path, self.pathBytes) = path.fields
+        self.recursive = recursive
+        self.state = state
+        self.limit = limit
+        self.cursor = cursor
+    }
+}
+
+public struct ListResult: Codable, Sendable, Equatable {
+    /// Sorted by path, parents before their children.
+    public var entries: [Entry]
+    /// Present when more entries follow: ask `list {"cursor": …}` for them. A cursor is
+    /// valid on the same connection until the listing is read to its end or a new listing
+    /// starts.
+    public var nextCursor: String?
+    public init(entries: [Entry], nextCursor: String?) {
+        self.entries = entries
+        self.nextCursor = nextCursor
+    }
+}

@@ -1,0 +1,61 @@
+/// Notifications the daemon sends to connections that called `watch` (no `id`, no answer).
+public enum NotificationMethod: String, Sendable, CaseIterable, Codable {
+    /// Something changed: see `EventParams.type`.
+    case event
+    /// An upload or download moved on.
+    case progress
+}
+
+/// `type` says which fields are present:
+/// - `state`: `path`, `state` (and `message` when it is `error`) — a path changed state;
+/// - `conflict`: `path`, `conflictCopy` — both sides changed `path`;
+/// - `error`: `path`, `message` — an operation on `path` failed;
+/// - `phase`: `phase` (and `reason` when `halted`) — the engine's phase changed;
+/// - `overflow`: events were dropped because they came faster than the daemon could send
+///   them; re-read what you need (`list`, `status`).
+/// `time`/`timeNs` say when the daemon saw it.
+public struct EventParams: Codable, Sendable, Equatable {
+    public var type: String
+    public var path: String?
+    public var pathBytes: String?
+    public var state: String?
+    public var message: String?
+    public var conflictCopy: String?
+    public var conflictCopyBytes: String?
+    public var phase: String?
+    public var reason: String?
+    public var time: String
+    public var timeNs: Int64
+
+    public init(type: String, timeNs: Int64) {
+        self.type = type
+        self.time = WireTime.rfc3339(nanoseconds: timeNs)
+        self.timeNs = timeNs
+    }
+
+    public mutating func setPath(_ path: WirePath) {
+        (self.path, self.pathBytes) = path.fields
+    }
+
+    public mutating func setConflictCopy(_ path: WirePath) {
+        (conflictCopy, conflictCopyBytes) = path.fields
+    }
+}
+
+/// `direction`: upload (local → cloud) or download (cloud → local). `fraction`: 0…1.
+public struct ProgressParams: Codable, Sendable, Equatable {
+    public var path: String
+    public var pathBytes: String?
+    public var direction: String
+    public var fraction: Double
+    public var time: String
+    public var timeNs: Int64
+
+    public init(path: WirePath, direction: String, fraction: Double, timeNs: Int64) {
+        (self.path, self.pathBytes) = path.fields
+        self.direction = direction
+        self.fraction = fraction
+        self.time = WireTime.rfc3339(nanoseconds: timeNs)
+        self.timeNs = timeNs
+    }
+}

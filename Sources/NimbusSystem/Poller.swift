@@ -1,0 +1,100 @@
+import Glibc
+
+/// What a descriptor is ready for, or wants to be woken for.
+public struct PollEvents: OptionSet, Sendable, Hashable {
+    public let rawValue: Int16
+    public init(rawValue: Int16) { self.rawValue = rawValue }
+    public static let readable = PollEvents(rawValue: Int16(POLLIN))
+    public static let writable = PollEvents(rawValue: Int16(POLLOUT))
+    /// The peer closed the connection completely (reported whether asked for or not).
+    public static let hangUp = PollEvents(rawValue: Int16(POLLHUP))
+    public static let error = PollEvents(rawValue: Int16(POLLERR))
+    /// The descriptor is not open: a bug in the caller.
+    public static let invalid = PollEvents(rawValue: Int16(POLLNVAL))
+}
+
+/// A set of descriptors to wait on with poll(2), for one thread that serves many sockets.
+/// epoll is not reachable from Swift's Glibc module; poll's linear cost is nothing next to
+/// the few hundred control connections a daemon has.
+public struct PollSet {
+    private var entries: [pollfd] = []
+    private var positions: [Int32: Int] = [:]
+
+    public init() {}
+
+    public var count: Int { entries.count }
+
+    /// Watches `descriptor` for `interest`, replacing what it was watched for.
+    public mutating func set(_ descriptor: FileDescriptor, _ interest: PollEvents) {
+        if let position = positions[descriptor.rawValue] {
+            entries[position].events = interest.rawValue
+        } else {
+            positions[descriptor.rawValue] = entries.count
+            entries.append(pollfd(fd: descriptor.rawValue, events: interest.rawValue, revents: 0))
+        }
+    }
+
+    public mutating func remove(_ descriptor: FileDescriptor) {
+        guard let position = positions.removeValue(forKey: descriptor.rawValue) else { return }
+        let last = entries.count - 1
+        if position != last {
+            entries[position] = entries[last]
+            positions[entries[position].fd] = position
+        }
+        entries.removeLast()
+    }
+
+    /// Waits up to `timeoutMilliseconds` (-1: no limit) and returns the ready descriptors.
+    /// An interrupting signal returns an empty list. The C function is `poll`.
+    public mutating func wait(timeoutMilliseconds: Int32) throws -> [(FileDescriptor, PollEvents)] {
+        let count = entries.count
+        let result = entries.withUnsafeMutableBufferPointer { buffer in
+            Glibc.poll(buffer.baseAddress, nfds_t(count), timeoutMilliseconds)
+        }
+        if result == -1 {
+            let error = Errno.current
+            if error == .interrupted { return [] }
+            throw error
+        }
+        var ready: [(FileDescriptor, PollEvents)] = []
+        ready.reserveCapacity(Int(result))
+        for index in entries.indices where entries[index].revents != 0 {
+            ready.append((FileDescriptor(rawValue: entries[index].fd), PollEvents(rawValue: entries[index].revents)))
+            entries[index].revents = 0
+        }
+        return ready
+    }
+}
+
+/// Wakes a thread blocked in `PollSet.wait` from any other thread: a non-blocking pipe whose
+/// read end is in the poll set. Wake-ups coalesce; a full pipe already means "wake up".
+public final class WakePipe: Sendable {
+    public let readEnd: FileDescriptor
+    private let writeEnd: FileDescriptor
+
+    public init() throws {
+        let (reader, writer) = try Sys.pipe()
+        readEnd = FileDescriptor(rawValue: reader)
+        writeEnd = FileDescriptor(rawValue: writer)
+        for fd in [reader, writer] {
+            let flags = try retrying { Glibc.fcntl(fd, F_GETFL) }
+            _ = try retrying { Glibc.fcntl(fd, F_SETFL, flags | O_NONBLOCK) }
+        }
+    }
+
+    public func wake() {
+        var byte: UInt8 = 1
+        _ = Glibc.write(writeEnd.rawValue, &byte, 1)
+    }
+
+    /// Empties the pipe; call when its read end is readable.
+    public func drain() {
+        var buffer = [UInt8](repeating: 0, count: 256)
+        while buffer.withUnsafeMutableBytes({ Glibc.read(readEnd.rawValue, $0.baseAddress, $0.count) }) > 0 {}
+    }
+
+    deinit {
+        try? readEnd.close()
+        try? writeEnd.close()
+    }
+}

@@ -1,0 +1,153 @@
+import CNimbus
+import Glibc
+
+/// A Unix stream socket: the transport of the control protocol (DESIGN §7). Always
+/// close-on-exec; sends never raise SIGPIPE (a vanished peer is an `EPIPE` error instead).
+public struct UnixStreamSocket: Sendable {
+    public let descriptor: FileDescriptor
+
+    public init(descriptor: FileDescriptor) { self.descriptor = descriptor }
+
+    private static func makeSocket() throws -> UnixStreamSocket {
+        let fd = try retrying { Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
+        return UnixStreamSocket(descriptor: FileDescriptor(rawValue: fd))
+    }
+
+    /// Connects to the socket at `path`; the result is blocking. The C function is `connect`.
+    public static func connect(to path: String) throws -> UnixStreamSocket {
+        let socket = try makeSocket()
+        do {
+            try withSocketAddress(path) { address, length in
+                // connect(2) interrupted by a signal keeps connecting in the background: wait
+                // for it with poll instead of calling connect again (which says EALREADY).
+                if Glibc.connect(socket.descriptor.rawValue, address, length) == 0 { return }
+                let error = Errno.current
+                guard error == .interrupted else { throw error }
+                try socket.waitUntilConnected()
+            }
+        } catch {
+            socket.close()
+            throw error
+        }
+        return socket
+    }
+
+    private func waitUntilConnected() throws {
+        var entry = [pollfd(fd: descriptor.rawValue, events: Int16(POLLOUT), revents: 0)]
+        _ = try retrying { Glibc.poll(&entry, 1, -1) }
+        var problem: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        _ = try retrying { Glibc.getsockopt(descriptor.rawValue, SOL_SOCKET, SO_ERROR, &problem, &length) }
+        if problem != 0 { throw Errno(rawValue: problem) }
+    }
+
+    /// A non-blocking listening socket at `path`, mode 0600. A socket file already there is
+    /// replaced only when nothing answers on it (a daemon that crashed); if another process
+    /// is listening, this throws `EADDRINUSE`. The C functions are `bind` and `listen`.
+    public static func listen(at path: String, backlog: Int32 = 128) throws -> UnixStreamSocket {
+        let socket = try makeSocket()
+        do {
+            do {
+                try socket.bind(path)
+            } catch let error as Errno where error == Errno(rawValue: EADDRINUSE) {
+                try removeStaleSocket(at: path)
+                try socket.bind(path)
+            }
+            // bind(2) applied the umask; the directory (0700) already keeps others out, and
+            // this makes the socket itself 0600 as DESIGN §7 asks.
+            _ = try withCPath(SystemPath(path)) { p in try retrying { Glibc.chmod(p, 0o600) } }
+            _ = try retrying { Glibc.listen(socket.descriptor.rawValue, backlog) }
+            try socket.setNonBlocking(true)
+        } catch {
+            socket.close()
+            throw error
+        }
+        return socket
+    }
+
+    private func bind(_ path: String) throws {
+        try withSocketAddress(path) { address, length in
+            _ = try retrying { Glibc.bind(descriptor.rawValue, address, length) }
+        }
+    }
+
+    /// Unlinks `path` if it is a socket nobody listens on; throws `EADDRINUSE` if someone
+    /// does, and `EEXIST` if it is not a socket at all (never delete a user's file).
+    private static func removeStaleSocket(at path: String) throws {
+        let metadata = try Sys.fstatat(AT_FDCWD, SystemPath(path), AT_SYMLINK_NOFOLLOW)
+        guard metadata.st_mode & S_IFMT == S_IFSOCK else { throw Errno.fileExists }
+        if let live = try? connect(to: path) {
+            live.close()
+            throw Errno(rawValue: EADDRINUSE)
+        }
+        try Sys.unlinkat(AT_FDCWD, SystemPath(path), 0)
+    }
+
+    /// The next pending connection, non-blocking and close-on-exec; nil when none is
+    /// waiting. The C function is `accept`.
+    public func accept() throws -> UnixStreamSocket? {
+        let fd: Int32
+        do {
+            fd = try retrying { Glibc.accept(descriptor.rawValue, nil, nil) }
+        } catch let error as Errno where error == .wouldBlock || error == Errno(rawValue: ECONNABORTED) {
+            return nil
+        }
+        // accept4 is not visible to Swift; the daemon does not fork, so setting the flag
+        // right after accept leaves no window where a child could inherit the descriptor.
+        let accepted = UnixStreamSocket(descriptor: FileDescriptor(rawValue: fd))
+        do {
+            _ = try retrying { Glibc.fcntl(fd, F_SETFD, FD_CLOEXEC) }
+            try accepted.setNonBlocking(true)
+        } catch {
+            accepted.close()
+            throw error
+        }
+        return accepted
+    }
+
+    /// The process at the other end, as the kernel recorded it when it connected.
+    /// The C option is `SO_PEERCRED`.
+    public func peerCredentials() throws -> (pid: Int32, uid: UInt32, gid: UInt32) {
+        var pid: Int32 = 0, uid: UInt32 = 0, gid: UInt32 = 0
+        _ = try retrying { cnimbus_peercred(descriptor.rawValue, &pid, &uid, &gid) }
+        return (pid, uid, gid)
+    }
+
+    public func setNonBlocking(_ on: Bool) throws {
+        let flags = try retrying { Glibc.fcntl(descriptor.rawValue, F_GETFL) }
+        let wanted = on ? flags | O_NONBLOCK : flags & ~O_NONBLOCK
+        if wanted != flags { _ = try retrying { Glibc.fcntl(descriptor.rawValue, F_SETFL, wanted) } }
+    }
+
+    /// Sends what the socket takes now (all of it on a blocking socket, unless interrupted
+    /// by a signal after some bytes); throws `Errno.wouldBlock` when it takes nothing.
+    /// The C function is `send` with `MSG_NOSIGNAL`.
+    public func send(_ bytes: UnsafeRawBufferPointer) throws -> Int {
+        if bytes.isEmpty { return 0 }
+        return try retrying { Glibc.send(descriptor.rawValue, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    /// Sends every byte, looping over partial sends (for blocking sockets).
+    public func sendAll(_ bytes: [UInt8]) throws {
+        try bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                offset += try send(UnsafeRawBufferPointer(rebasing: buffer[offset...]))
+            }
+        }
+    }
+
+    /// Reads what is there: 0 means the peer closed its end; throws `Errno.wouldBlock` on a
+    /// non-blocking socket with nothing to read. The C function is `recv`.
+    public func receive(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        try retrying { Glibc.recv(descriptor.rawValue, buffer.baseAddress, buffer.count, 0) }
+    }
+
+    /// Stops sending (the peer reads end of file) but keeps receiving. The C function is
+    /// `shutdown`.
+    public func shutdownWriting() throws {
+        _ = try retrying { Glibc.shutdown(descriptor.rawValue, Int32(SHUT_WR)) }
+    }
+
+    public func close() { try? descriptor.close() }
+}

@@ -1,0 +1,155 @@
+import Foundation
+import NimbusSystem
+
+/// The figures measured on a running daemon that has synced a tree: idle CPU, memory,
+/// propagation latency, restart, burst and large upload (issues #3 and #7).
+struct LiveFigures {
+    let options: BenchOptions
+    let workspace: Workspace
+    let session: Session
+
+    /// Runs `names` in a fixed order that keeps the tree as the figures expect it: the idle
+    /// and memory figures first (the tree as synced), latency, restart, then the bursts.
+    func run(_ names: [String], into report: inout Report) {
+        var memoryIndex: Int?
+        for name in ["idle.cpu", "memory.rss", "idle.cpu.100k", "sync.latency.up", "sync.latency.down",
+                     "restart.unchanged", "burst.10k", "upload.1g"] where names.contains(name) {
+            guard session.daemon.isRunning else {
+                report.figures.append(.failed(name, unit: "", "nimbusd is no longer running; log: \(session.daemon.logTail())"))
+                continue
+            }
+            progress("measuring \(name) with nimbusd on \(session.files) files")
+            let figure: Figure
+            switch name {
+            case "idle.cpu": figure = idleCPU(name: name, window: options.idleWindowSeconds, limit: 0.05)
+            case "idle.cpu.100k": figure = idleCPU(name: name, window: 60, limit: 0.1)
+            case "memory.rss": figure = memory()
+            case "sync.latency.up": figure = TransferFigures(options: options, workspace: workspace, session: session).latency(up: true)
+            case "sync.latency.down": figure = TransferFigures(options: options, workspace: workspace, session: session).latency(up: false)
+            case "restart.unchanged": figure = restart()
+            case "burst.10k": figure = TransferFigures(options: options, workspace: workspace, session: session).burst()
+            default: figure = TransferFigures(options: options, workspace: workspace, session: session).upload()
+            }
+            if name == "memory.rss" { memoryIndex = report.figures.count }
+            report.figures.append(figure)
+            progress("\(name): " + (figure.failure ?? "\(figure.value.map(format) ?? "-") \(figure.unit)"))
+        }
+        // The peak after everything (bursts, the large upload) completes the memory figure.
+        if let memoryIndex, report.figures[memoryIndex].failure == nil, let memory = session.daemon.memory() {
+            report.figures[memoryIndex].extra.append(("peak_after_all_figures_mib", Double(memory.peak) / 1024))
+        }
+    }
+
+    // MARK: - Idle CPU
+
+    /// utime + stime of the daemon over `window` seconds with nothing changing, after it has
+    /// settled. The runs are the CPU used in each third of the window.
+    func idleCPU(name: String, window: Int, limit: Double) -> Figure {
+        let daemon = session.daemon
+        let settled = daemon.waitUntilIdle(quiet: 2, timeout: 180)
+        guard let cpuStart = daemon.cpuSeconds(), let nsStart = daemon.liveThreadsCPUNanoseconds(),
+              let switchesStart = daemon.contextSwitches() else {
+            return .failed(name, unit: "s", "cannot read /proc/\(daemon.pid)")
+        }
+        var thirds: [Double] = []
+        var last = cpuStart
+        for _ in 0..<3 {
+            Monotonic.sleep(seconds: Double(window) / 3)
+            let now = daemon.cpuSeconds() ?? last
+            thirds.append(now - last)
+            last = now
+        }
+        let used = last - cpuStart
+        let switches = (daemon.contextSwitches() ?? switchesStart) - switchesStart
+        var figure = Figure(name: name, value: used, unit: "s")
+        figure.targets = [Target(subject: "CPU in \(window) s", bound: .below(limit), actual: used, unit: "s")]
+        figure.runs = thirds
+        figure.extra = [("window_s", Double(window)), ("files", Double(session.files)),
+                        ("cpu_ms_live_threads", Double((daemon.liveThreadsCPUNanoseconds() ?? nsStart) - nsStart) / 1e6),
+                        ("wakeups", Double(switches)), ("wakeups_per_s", Double(switches) / Double(window)),
+                        ("settle_wait_s", settled)]
+        figure.note = "utime+stime from /proc/\(daemon.pid)/stat (\(Int(Daemon.clockTicksPerSecond)) ticks/s) over \(window) s with \(session.files) files watched and nothing changing"
+            + (options.quick ? " (quick: shorter window than the 30 s of the target)" : "")
+        return figure
+    }
+
+    // MARK: - Memory
+
+    /// Steady VmRSS once the daemon has settled after its initial sync (median of three
+    /// readings a second apart), and the peak (VmHWM) it reached on the way.
+    func memory() -> Figure {
+        let name = "memory.rss"
+        let daemon = session.daemon
+        daemon.waitUntilIdle(quiet: 2, timeout: 180)
+        var readings: [Double] = []
+        var peak = 0
+        for index in 0..<3 {
+            if index > 0 { Monotonic.sleep(seconds: 1) }
+            guard let memory = daemon.memory() else { return .failed(name, unit: "MiB", "cannot read /proc/\(daemon.pid)/status") }
+            readings.append(Double(memory.rss) / 1024)
+            peak = memory.peak
+        }
+        let steady = Stats.median(readings)!
+        var figure = Figure(name: name, value: steady, unit: "MiB")
+        figure.targets = [Target(subject: "steady", bound: .below(64), actual: steady, unit: "MiB")]
+        figure.runs = readings
+        figure.extra = [("peak_mib", Double(peak) / 1024), ("files", Double(session.files)),
+                        ("bytes_per_file", steady * 1024 * 1024 / Double(session.files))]
+        figure.note = "VmRSS after the initial sync of \(session.files) files settled; peak_mib = VmHWM (includes the initial sync)"
+        return figure
+    }
+
+    // MARK: - Restart
+
+    /// Stops the daemon and starts it again on the unchanged tree: spawn to READY=1, and the
+    /// files it copied (any file whose inode changed on either side). The daemon of the last
+    /// run stays up for the figures after this one.
+    func restart() -> Figure {
+        let name = "restart.unchanged"
+        let runs = options.restartRuns
+        session.daemon.waitUntilIdle(quiet: 1, timeout: 180)
+        let stopSeconds = Monotonic.seconds { session.daemon.stop() }
+        do {
+            let cloudBefore = try TreeMaker.inodes(in: session.cloud)
+            let localBefore = try TreeMaker.inodes(in: session.local)
+            let sizes = try TreeMaker.files(in: session.cloud)
+            var seconds: [Double] = [], changedFiles: [Double] = [], changedBytes: [Double] = [], written: [Double] = []
+            for round in 0..<runs {
+                Shell.sync()
+                let daemon = try Daemon(local: session.local, cloud: session.cloud, stateDirectory: session.stateDirectory,
+                                        logPath: workspace.fresh("nimbusd-restart") + ".log")
+                session.daemon = daemon
+                seconds.append(try daemon.waitReady(timeout: 300))
+                written.append(Double(daemon.io()?.writeBytes ?? 0))
+                let cloudAfter = try TreeMaker.inodes(in: session.cloud)
+                let localAfter = try TreeMaker.inodes(in: session.local)
+                let changed = Set(cloudBefore.keys.filter { cloudAfter[$0] != cloudBefore[$0] }
+                    + localBefore.keys.filter { localAfter[$0] != localBefore[$0] })
+                changedFiles.append(Double(changed.count))
+                changedBytes.append(Double(changed.reduce(Int64(0)) { $0 + (sizes[$1.description] ?? 0) }))
+                if round < runs - 1 { daemon.stop() }
+            }
+            let median = Stats.median(seconds)!
+            let copied = changedBytes.max()!
+            var figure = Figure(name: name, value: median, unit: "s")
+            figure.targets = [Target(subject: "time", bound: .below(2), actual: median, unit: "s"),
+                              Target(subject: "bytes copied", bound: .atMost(0), actual: copied, unit: "B")]
+            figure.runs = seconds
+            figure.extra = [("files", Double(cloudBefore.count)), ("bytes_copied", copied), ("files_replaced", changedFiles.max()!),
+                            ("daemon_write_bytes", Stats.median(written)!), ("stop_s", stopSeconds)]
+            figure.note = "spawn to READY=1 (first scan of both sides done) on \(cloudBefore.count) unchanged files; "
+                + "bytes copied = size of files whose inode changed on either side; daemon_write_bytes = /proc/PID/io write_bytes at READY"
+            return figure
+        } catch {
+            if !session.daemon.isRunning {
+                // Leave a daemon running for the figures that follow.
+                if let daemon = try? Daemon(local: session.local, cloud: session.cloud, stateDirectory: session.stateDirectory,
+                                            logPath: workspace.fresh("nimbusd-restart") + ".log") {
+                    session.daemon = daemon
+                    _ = try? daemon.waitReady(timeout: 300)
+                }
+            }
+            return .failed(name, unit: "s", "\(error)")
+        }
+    }
+}

@@ -1,0 +1,253 @@
+import Foundation
+import Glibc
+import Testing
+
+// The harness of the nimbusctl integration tests: a real `nimbusd` on temporary folders, and
+// `nimbusctl` run as a process with its stdout, stderr and exit status kept apart. Every wait
+// polls a condition until a deadline. Names start with `Ctl` so that they never collide with
+// the other harnesses of this test target.
+
+struct CtlFailure: Error, CustomStringConvertible {
+    var description: String
+}
+
+/// What one nimbusctl run printed and how it ended.
+struct CtlResult: CustomStringConvertible {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+
+    var description: String { "exit \(status)\n--- stdout:\n\(stdout)--- stderr:\n\(stderr)" }
+
+    /// stdout read as one JSON document.
+    func json() throws -> [String: Any] {
+        guard let object = try JSONSerialization.jsonObject(with: Data(stdout.utf8)) as? [String: Any] else {
+            throw CtlFailure(description: "stdout is not a JSON object: \(self)")
+        }
+        return object
+    }
+}
+
+enum CtlHarness {
+    /// `nimbusd` and `nimbusctl` are built next to the test bundle.
+    static let binaryDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    static var nimbusd: String { binaryDirectory.appendingPathComponent("nimbusd").path }
+    static var nimbusctl: String { binaryDirectory.appendingPathComponent("nimbusctl").path }
+
+    /// A fresh directory under /tmp (short, because socket paths are limited to 107 bytes).
+    static func temporaryDirectory() throws -> String {
+        var template = Array("/tmp/nimbus-ctl-XXXXXX".utf8CString)
+        guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
+            throw CtlFailure(description: "mkdtemp failed: errno \(errno)")
+        }
+        return String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// Runs `executable` to the end with stdout and stderr in files (pipes could fill up and
+    /// block the child while the parent waits on the other one).
+    static func run(_ executable: String, _ arguments: [String], environment: [String: String],
+                    currentDirectory: String, scratch: String) throws -> CtlResult {
+        let id = UUID().uuidString
+        let out = scratch + "/out-\(id)", err = scratch + "/err-\(id)"
+        FileManager.default.createFile(atPath: out, contents: nil)
+        FileManager.default.createFile(atPath: err, contents: nil)
+        defer {
+            try? FileManager.default.removeItem(atPath: out)
+            try? FileManager.default.removeItem(atPath: err)
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.environment = environment
+        process.currentDirectoryURL = URL(fileURLWithPath: currentDirectory)
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle(forWritingAtPath: out)
+        process.standardError = FileHandle(forWritingAtPath: err)
+        try process.run()
+        process.waitUntilExit()
+        return CtlResult(status: process.terminationStatus,
+                         stdout: (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",
+                         stderr: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
+    }
+
+    /// Runs blocking work (waiting for a process) on a thread of its own: Swift concurrency
+    /// has one thread per core, and tests running in parallel would starve each other (and
+    /// their deadlines) if the waits blocked those.
+    static func blocking<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try work() }) }.start()
+        }
+    }
+
+    /// Polls `check` until it returns nil or `timeout` passes; `check` says what is missing.
+    static func eventually(_ what: String, timeout: Duration = .seconds(15),
+                           _ check: () async throws -> String?) async throws {
+        let deadline = ContinuousClock.now + timeout
+        var last = "not checked"
+        while true {
+            do {
+                guard let missing = try await check() else { return }
+                last = missing
+            } catch {
+                last = "\(error)"
+            }
+            if ContinuousClock.now >= deadline { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw CtlFailure(description: "timed out after \(timeout) waiting for \(what); last: \(last)")
+    }
+}
+
+/// One `nimbusd` with its own local, cloud and state folders and socket. Each test uses its
+/// own from one task at a time, hence the unchecked Sendable. Always `stop()` it.
+final class CtlDaemon: @unchecked Sendable {
+    let root: String
+    var local: String { root + "/local" }
+    var cloud: String { root + "/cloud" }
+    var socket: String { root + "/d.sock" }
+    var logPath: String { root + "/nimbusd.log" }
+    private var process: Process?
+
+    init() throws {
+        root = try CtlHarness.temporaryDirectory()
+        for folder in [local, cloud, root + "/state", root + "/config"] {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        }
+    }
+
+    /// The environment both programs get: a home and config folder of their own, no colour
+    /// preference from the outside.
+    var environment: [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        environment["HOME"] = root
+        environment["XDG_CONFIG_HOME"] = root + "/config"
+        environment["XDG_RUNTIME_DIR"] = root
+        environment.removeValue(forKey: "NO_COLOR")
+        environment.removeValue(forKey: "NOTIFY_SOCKET")
+        return environment
+    }
+
+    /// Runs `body` with a started daemon, and stops it (and removes its folders) whatever
+    /// happens: an async stop cannot live in a defer.
+    static func with(_ body: (CtlDaemon) async throws -> Void) async throws {
+        let daemon = try CtlDaemon()
+        do {
+            try await daemon.start()
+            try await body(daemon)
+        } catch {
+            await daemon.stop()
+            throw error
+        }
+        await daemon.stop()
+    }
+
+    /// Starts the daemon and waits until `nimbusctl status` gets an answer.
+    func start() async throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CtlHarness.nimbusd)
+        process.arguments = ["--local", local, "--cloud", cloud, "--state-dir", root + "/state",
+                             "--socket", socket, "--device-name", "test"]
+        process.environment = environment
+        FileManager.default.createFile(atPath: logPath, contents: nil)
+        let log = FileHandle(forWritingAtPath: logPath)
+        process.standardOutput = log
+        process.standardError = log
+        try process.run()
+        self.process = process
+        try await CtlHarness.eventually("nimbusd to answer status\n\(logTail())") {
+            guard process.isRunning else { return "nimbusd exited with \(process.terminationStatus)" }
+            let result = try await ctl(["status"])
+            return result.status == 0 ? nil : "\(result)"
+        }
+    }
+
+    /// Runs `nimbusctl --socket SOCKET arguments…` from `directory` (default the sandbox).
+    func ctl(_ arguments: [String], in directory: String? = nil, environment extra: [String: String] = [:]) async throws -> CtlResult {
+        let (arguments, environment, directory, scratch) = (["--socket", socket] + arguments, environment.merging(extra) { $1 },
+                                                            directory ?? root, root)
+        return try await CtlHarness.blocking {
+            try CtlHarness.run(CtlHarness.nimbusctl, arguments, environment: environment, currentDirectory: directory, scratch: scratch)
+        }
+    }
+
+    /// `signal` (SIGTERM: a clean stop), a wait with a deadline, SIGKILL if it is stuck.
+    /// The folders stay.
+    func terminate(signal: Int32 = SIGTERM) async {
+        guard let process, process.isRunning else { return }
+        kill(process.processIdentifier, signal)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while process.isRunning, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
+        if process.isRunning {
+            print("nimbusd did not stop within 10 s of signal \(signal); killed")
+            kill(process.processIdentifier, SIGKILL)
+            while process.isRunning { try? await Task.sleep(for: .milliseconds(10)) }
+        }
+    }
+
+    /// Terminates the daemon, then the folders go.
+    func stop() async {
+        await terminate()
+        if ProcessInfo.processInfo.environment["NIMBUS_IT_KEEP"] == "1" {
+            print("kept \(root)")
+        } else {
+            try? FileManager.default.removeItem(atPath: root)
+        }
+    }
+
+    func write(_ relative: String, _ text: String, side: String = "local") throws {
+        let path = (side == "local" ? local : cloud) + "/" + relative
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
+                                                withIntermediateDirectories: true)
+        try text.write(toFile: path, atomically: false, encoding: .utf8)
+    }
+
+    func read(_ relative: String, side: String = "local") -> String? {
+        try? String(contentsOfFile: (side == "local" ? local : cloud) + "/" + relative, encoding: .utf8)
+    }
+
+    /// Waits until the cloud holds `text` at `relative` (the daemon synced it).
+    func waitForCloud(_ relative: String, _ text: String) async throws {
+        try await CtlHarness.eventually("\(relative) to reach the cloud") {
+            read(relative, side: "cloud") == text ? nil : "cloud has \(read(relative, side: "cloud") ?? "nothing")"
+        }
+    }
+
+    func logTail(lines: Int = 30) -> String {
+        let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+        return "--- nimbusd log:\n" + text.split(separator: "\n").suffix(lines).joined(separator: "\n")
+    }
+}
+
+/// `nimbusctl watch` running in the background, its output in files read as it grows.
+final class CtlWatch: @unchecked Sendable {
+    private let process = Process()
+    private let outPath: String
+    private let errPath: String
+
+    init(_ daemon: CtlDaemon, json: Bool) throws {
+        let id = UUID().uuidString
+        outPath = daemon.root + "/watch-\(id).out"
+        errPath = daemon.root + "/watch-\(id).err"
+        FileManager.default.createFile(atPath: outPath, contents: nil)
+        FileManager.default.createFile(atPath: errPath, contents: nil)
+        process.executableURL = URL(fileURLWithPath: CtlHarness.nimbusctl)
+        process.arguments = ["--socket", daemon.socket] + (json ? ["--json"] : []) + ["watch"]
+        process.environment = daemon.environment
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle(forWritingAtPath: outPath)
+        process.standardError = FileHandle(forWritingAtPath: errPath)
+        try process.run()
+    }
+
+    var output: String { (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "" }
+    var errors: String { (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "" }
+    var isRunning: Bool { process.isRunning }
+    var status: Int32 { process.terminationStatus }
+
+    /// Interrupts it as Ctrl-C would, if it still runs.
+    func stop() async {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGINT)
+        while process.isRunning { try? await Task.sleep(for: .milliseconds(10)) }
+    }
+}

@@ -1,0 +1,325 @@
+import Foundation
+import Glibc
+import Testing
+
+/// nimbusctl against a real nimbusd on temporary folders: every command, in human and
+/// `--json` form, and the exit statuses 0, 1, 2 and 69.
+@Suite(.timeLimit(.minutes(3)))
+struct NimbusctlTests {
+    /// Runs `body` with a started daemon, and stops it whatever happens.
+    func withDaemon(_ body: (CtlDaemon) async throws -> Void) async throws {
+        try await CtlDaemon.with { daemon in
+            do {
+                try await body(daemon)
+            } catch {
+                throw CtlFailure(description: "\(error)\n\(daemon.logTail())")
+            }
+        }
+    }
+
+    @Test func status() async throws {
+        try await withDaemon { d in
+            let human = try await d.ctl(["status"])
+            #expect(human.status == 0, "\(human)")
+            #expect(human.stdout.contains("Local   \(d.local)"), "\(human)")
+            #expect(human.stdout.contains("Cloud   \(d.cloud)"))
+            #expect(human.stdout.contains("test · instance default"))
+            let json = try await d.ctl(["--json", "status"]).json()
+            #expect(json["localRoot"] as? String == d.local)
+            #expect(json["deviceName"] as? String == "test")
+            #expect(json["paused"] as? Bool == false)
+            #expect(json["tracked"] is Int)
+        }
+    }
+
+    @Test func listAndInfoFromInsideAndOutsideTheFolder() async throws {
+        try await withDaemon { d in
+            try d.write("a.txt", "hello")
+            try d.write("Docs/r.txt", "report")
+            try await d.waitForCloud("Docs/r.txt", "report")
+            try await d.waitForCloud("a.txt", "hello")
+
+            let ls = try await d.ctl(["ls"])
+            #expect(ls.status == 0, "\(ls)")
+            #expect(ls.stdout.contains("✓  a.txt"), "\(ls)")
+            #expect(ls.stdout.contains("Docs/"))
+            #expect(!ls.stdout.contains("r.txt"), "not recursive")
+            let recursive = try await d.ctl(["ls", "-r", "--json"]).json()
+            let paths = (recursive["entries"] as? [[String: Any]])?.compactMap { $0["path"] as? String }
+            #expect(paths == ["Docs", "Docs/r.txt", "a.txt"])
+            let filtered = try await d.ctl(["ls", "-r", "--state", "conflict", "--json"]).json()
+            #expect((filtered["entries"] as? [Any])?.isEmpty == true)
+
+            // From inside the synced folder, relative to the current folder.
+            let inside = try await d.ctl(["info", "r.txt"], in: d.local + "/Docs")
+            #expect(inside.status == 0, "\(inside)")
+            #expect(inside.stdout.contains("Path       Docs/r.txt"), "\(inside)")
+            #expect(inside.stdout.contains("State      ✓ in sync"))
+            let here = try await d.ctl(["ls"], in: d.local + "/Docs")
+            #expect(here.stdout.contains("r.txt") && !here.stdout.contains("a.txt"), "\(here)")
+            // From elsewhere, relative to the root; absolute paths inside the folder work too.
+            let json = try await d.ctl(["--json", "info", "Docs/r.txt"]).json()
+            #expect(json["path"] as? String == "Docs/r.txt")
+            #expect(json["size"] as? Int == 6)
+            #expect(json["state"] as? String == "downloaded")
+            #expect(try await d.ctl(["info", d.local + "/a.txt"]).status == 0)
+
+            let outside = try await d.ctl(["info", "/etc/passwd"])
+            #expect(outside.status == 2, "\(outside)")
+            #expect(outside.stderr.contains("'/etc/passwd' is outside the synced folder"))
+            let missing = try await d.ctl(["info", "nothing-here"])
+            #expect(missing.status == 1, "\(missing)")
+            #expect(missing.stderr.contains("reason:") && missing.stderr.contains("suggestion:"))
+            let missingJSON = try await d.ctl(["--json", "info", "nothing-here"])
+            #expect(missingJSON.status == 1)
+            let error = try missingJSON.json()["error"] as? [String: Any]
+            #expect(error?["name"] as? String == "not_found", "\(missingJSON)")
+        }
+    }
+
+    @Test(arguments: ["download", "evict", "pin", "unpin", "open"])
+    func placeholderCommandsAreNotSupportedYet(_ command: String) async throws {
+        try await withDaemon { d in
+            try d.write("a.txt", "hello")
+            try await d.waitForCloud("a.txt", "hello")
+            let human = try await d.ctl([command, "a.txt"])
+            #expect(human.status == 1, "\(human)")
+            #expect(human.stderr.contains("is not supported yet"), "\(human)")
+            #expect(human.stderr.contains("reason: placeholders arrive"))
+            #expect(human.stderr.contains("suggestion: "))
+            let json = try await d.ctl(["--json", command, "a.txt"])
+            #expect(json.status == 1, "\(json)")
+            let error = try json.json()["error"] as? [String: Any]
+            #expect(error?["name"] as? String == "not_supported", "\(json)")
+            #expect(error?["code"] as? Int == -32005)
+            #expect(error?["exitCode"] as? Int == 1)
+        }
+    }
+
+    @Test func conflictsAndResolve() async throws {
+        try await withDaemon { d in
+            try d.write("notes.txt", "base")
+            try await d.waitForCloud("notes.txt", "base")
+            #expect(try await d.ctl(["conflicts"]).stdout == "No conflicts.\n")
+            // Both sides change while sync is paused: a conflict when it resumes.
+            #expect(try await d.ctl(["pause"]).status == 0)
+            try d.write("notes.txt", "local edit")
+            try d.write("notes.txt", "cloud edit", side: "cloud")
+            #expect(try await d.ctl(["resume"]).status == 0)
+            _ = try await d.ctl(["rescan"])
+            try await CtlHarness.eventually("notes.txt in conflict") {
+                let result = try await d.ctl(["--json", "conflicts"])
+                let conflicts = try result.json()["conflicts"] as? [[String: Any]] ?? []
+                return conflicts.contains { $0["path"] as? String == "notes.txt" } ? nil : "\(result)"
+            }
+            let human = try await d.ctl(["conflicts"])
+            #expect(human.stdout.contains("!  notes.txt  this device's version: notes (conflict"), "\(human)")
+            let listed = try await d.ctl(["ls", "--state", "conflict"])
+            #expect(listed.stdout.contains("!  notes.txt"), "\(listed)")
+
+            let resolved = try await d.ctl(["resolve", "notes.txt", "--keep", "both"])
+            #expect(resolved.status == 0, "\(resolved)")
+            #expect(resolved.stdout.contains("Kept both versions of notes.txt"))
+            let again = try await d.ctl(["--json", "resolve", "notes.txt", "--keep", "cloud"])
+            #expect(again.status == 1, "\(again)")
+            #expect((try again.json()["error"] as? [String: Any])?["name"] as? String == "not_in_conflict")
+            let none = try await d.ctl(["--json", "conflicts"]).json()
+            #expect((none["conflicts"] as? [Any])?.isEmpty == true)
+        }
+    }
+
+    @Test func versionsAndRestore() async throws {
+        try await withDaemon { d in
+            try d.write("r.txt", "one")
+            try await d.waitForCloud("r.txt", "one")
+            try d.write("r.txt", "two, longer")
+            try await d.waitForCloud("r.txt", "two, longer")
+
+            let listing = try await d.ctl(["--json", "versions", "r.txt"]).json()
+            let versions = listing["versions"] as? [[String: Any]] ?? []
+            #expect(listing["path"] as? String == "r.txt")
+            let id = try #require(versions.first?["id"] as? String, "\(listing)")
+            #expect(versions.first?["size"] as? Int == 3)
+            let human = try await d.ctl(["versions", "r.txt"])
+            #expect(human.stdout.contains("VERSION") && human.stdout.contains(id), "\(human)")
+            #expect(human.stdout.contains("nimbusctl restore r.txt --version VERSION"))
+
+            let restored = try await d.ctl(["restore", "r.txt", "--version", id, "--to", "old.txt"])
+            #expect(restored.status == 0, "\(restored)")
+            #expect(restored.stdout.contains("Restored version \(id) of r.txt as old.txt"))
+            try await CtlHarness.eventually("old.txt to sync down") {
+                d.read("old.txt") == "one" ? nil : "local old.txt: \(d.read("old.txt") ?? "missing")"
+            }
+            let json = try await d.ctl(["--json", "restore", "r.txt", "--to", "old2.txt"])
+            #expect(json.status == 0, "\(json)")
+            #expect(try json.json()["restoredTo"] as? String == "old2.txt")
+            let unknown = try await d.ctl(["--json", "restore", "r.txt", "--version", "no-such-version"])
+            #expect(unknown.status == 1, "\(unknown)")
+        }
+    }
+
+    @Test func pauseResumeRescanAndHeldDeletes() async throws {
+        try await withDaemon { d in
+            let paused = try await d.ctl(["pause"])
+            #expect(paused.status == 0 && paused.stdout.contains("Paused"), "\(paused)")
+            #expect(try await d.ctl(["--json", "status"]).json()["paused"] as? Bool == true)
+            #expect(try await d.ctl(["status"]).stdout.contains("Paused"))
+            #expect(try await d.ctl(["--json", "pause"]).json()["paused"] as? Bool == true)
+            let resumed = try await d.ctl(["resume"])
+            #expect(resumed.status == 0 && resumed.stdout.contains("Resumed"), "\(resumed)")
+            #expect(try await d.ctl(["--json", "resume"]).json()["paused"] as? Bool == false)
+
+            let rescan = try await d.ctl(["rescan"])
+            #expect(rescan.status == 0 && rescan.stdout.contains("Rescanned both folders"), "\(rescan)")
+            #expect(try await d.ctl(["--json", "rescan"]).json()["tracked"] is Int)
+
+            for command in ["confirm-deletes", "revert-deletes"] {
+                let human = try await d.ctl([command])
+                #expect(human.status == 0 && human.stdout == "No deletions were held.\n", "\(human)")
+                #expect(try await d.ctl(["--json", command]).json()["count"] as? Int == 0)
+            }
+        }
+    }
+
+    @Test func watchPrintsEventsUntilTheDaemonGoesAway() async throws {
+        try await withDaemon { daemon in try await watch(daemon) }
+    }
+
+    func watch(_ daemon: CtlDaemon) async throws {
+        let json = try CtlWatch(daemon, json: true)
+        let human = try CtlWatch(daemon, json: false)
+        // A new file until both watchers have reported one: a watcher may subscribe after
+        // the first write, so one file alone could be missed.
+        var written: [String] = []
+        try await CtlHarness.eventually("both watchers to report a new file") {
+            let name = "w\(written.count).txt"
+            try daemon.write(name, "x")
+            written.append(name)
+            let sawJSON = written.contains { json.output.contains(#""path":"\#($0)""#) }
+            let sawHuman = written.contains { human.output.contains("✓ \($0)  in sync") }
+            return sawJSON && sawHuman ? nil : "json:\n\(json.output)\nhuman:\n\(human.output)"
+        }
+        for line in json.output.split(separator: "\n") {
+            let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            #expect(object?["jsonrpc"] as? String == "2.0", "\(line)")
+            #expect(["event", "progress"].contains(object?["method"] as? String), "\(line)")
+        }
+        // When the daemon stops, watch ends: the daemon is not reachable any more, exit 69.
+        await daemon.terminate()
+        try await CtlHarness.eventually("watch to exit") { human.isRunning || json.isRunning ? "still running" : nil }
+        #expect(human.status == 69, "stderr: \(human.errors)")
+        #expect(human.errors.contains("closed the connection"))
+        #expect(json.status == 69)
+    }
+
+    @Test func noDaemonExits69WithHowToStartIt() async throws {
+        let scratch = try CtlHarness.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let environment = ["XDG_RUNTIME_DIR": scratch, "HOME": scratch, "PATH": "/usr/bin:/bin"]
+        func run(_ arguments: [String]) async throws -> CtlResult {
+            try await CtlHarness.blocking {
+                try CtlHarness.run(CtlHarness.nimbusctl, arguments, environment: environment, currentDirectory: scratch, scratch: scratch)
+            }
+        }
+        let human = try await run(["status"])
+        #expect(human.status == 69, "\(human)")
+        #expect(human.stderr.contains("the Nimbus daemon is not running"))
+        #expect(human.stderr.contains("\(scratch)/nimbus/default.sock"))
+        #expect(human.stderr.contains("systemctl --user start nimbusd") && human.stderr.contains("run 'nimbusd'"))
+        let instance = try await run(["--instance", "work", "ls"])
+        #expect(instance.status == 69)
+        #expect(instance.stderr.contains("systemctl --user start nimbusd@work"), "\(instance)")
+        let json = try await run(["--json", "--socket", scratch + "/none.sock", "conflicts"])
+        #expect(json.status == 69)
+        let error = try json.json()["error"] as? [String: Any]
+        #expect(error?["name"] as? String == "not_running", "\(json)")
+        #expect(error?["exitCode"] as? Int == 69)
+        #expect((error?["suggestion"] as? String)?.contains("nimbusd --socket \(scratch)/none.sock") == true)
+    }
+}
+
+/// What needs no daemon: usage errors (exit 2), help, version, completion; and colour.
+@Suite(.timeLimit(.minutes(2)))
+struct NimbusctlTestsWithoutDaemon {
+    func run(_ arguments: [String]) async throws -> CtlResult {
+        try await CtlHarness.blocking {
+            try CtlHarness.run(CtlHarness.nimbusctl, arguments, environment: ["PATH": "/usr/bin:/bin"], currentDirectory: "/",
+                               scratch: NSTemporaryDirectory())
+        }
+    }
+
+    @Test(arguments: [
+        (["stauts"], "did you mean 'status'?"),
+        (["ls", "--recusive"], "did you mean '--recursive'?"),
+        (["resolve", "a"], "needs --keep"),
+        (["ls", "--state", "bogus"], "expected one of: local, uploading"),
+        (["info"], "missing PATH"),
+        (["status", "extra"], "unexpected argument 'extra'"),
+    ])
+    func usageErrorsExit2(_ arguments: [String], _ expected: String) async throws {
+        let result = try await run(arguments)
+        #expect(result.status == 2, "\(result)")
+        #expect(result.stderr.contains(expected), "\(result)")
+        #expect(result.stderr.contains("reason:") && result.stderr.contains("suggestion:"))
+        let json = try await run(["--json"] + arguments)
+        #expect(json.status == 2)
+        #expect((try json.json()["error"] as? [String: Any])?["name"] as? String == "usage", "\(json)")
+    }
+
+    @Test func helpForEveryCommand() async throws {
+        let overview = try await run(["--help"])
+        #expect(overview.status == 0)
+        let commands = ["status", "ls", "info", "download", "open", "evict", "pin", "unpin", "conflicts", "resolve",
+                        "versions", "restore", "pause", "resume", "rescan", "confirm-deletes", "revert-deletes",
+                        "watch", "completion"]
+        for command in commands {
+            #expect(overview.stdout.contains("    \(command) "), "\(command) missing from --help")
+            let help = try await run([command, "--help"])
+            #expect(help.status == 0 && help.stdout.contains("USAGE: nimbusctl \(command)"), "\(help)")
+            #expect(try await run(["help", command]).stdout == help.stdout)
+        }
+        #expect(overview.stdout.contains("EXIT STATUS") && overview.stdout.contains("69"))
+        #expect(try await run(["--version"]).stdout == "nimbusctl 0.1.0\n")
+    }
+
+    @Test func theBashCompletionParses() async throws {
+        let script = try await run(["completion", "bash"])
+        #expect(script.status == 0)
+        let file = NSTemporaryDirectory() + "/nimbusctl-completion-\(UUID().uuidString).bash"
+        try script.stdout.write(toFile: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let check = try await CtlHarness.blocking {
+            try CtlHarness.run("/bin/bash", ["-n", file], environment: [:], currentDirectory: "/", scratch: NSTemporaryDirectory())
+        }
+        #expect(check.status == 0, "\(check)")
+    }
+
+    /// Colour needs a terminal: `script` gives nimbusctl a pseudo-terminal.
+    @Test func colourOnlyOnATerminalAndNeverWithNoColor() async throws {
+        try await CtlDaemon.with { daemon in try await colour(daemon) }
+    }
+
+    func colour(_ daemon: CtlDaemon) async throws {
+        try daemon.write("a.txt", "x")
+        try await daemon.waitForCloud("a.txt", "x")
+        let escape = "\u{1B}["
+        #expect(!(try await daemon.ctl(["ls"]).stdout.contains(escape)), "a pipe is not a terminal")
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/script") else {
+            Issue.record("/usr/bin/script (util-linux) is missing, so colour on a terminal cannot be checked")
+            return
+        }
+        func onTerminal(_ extra: [String] = [], environment: [String: String] = [:]) async throws -> String {
+            let line = ([CtlHarness.nimbusctl, "--socket", daemon.socket] + extra + ["ls"]).joined(separator: " ")
+            let environment = daemon.environment.merging(["TERM": "xterm"].merging(environment) { $1 }) { $1 }
+            let root = daemon.root
+            return try await CtlHarness.blocking {
+                try CtlHarness.run("/usr/bin/script", ["-qec", line, "/dev/null"], environment: environment,
+                                   currentDirectory: root, scratch: root).stdout
+            }
+        }
+        #expect(try await onTerminal().contains(escape), "colour on a terminal")
+        #expect(!(try await onTerminal(environment: ["NO_COLOR": "1"]).contains(escape)), "NO_COLOR=1")
+        #expect(!(try await onTerminal(["--no-color"]).contains(escape)), "--no-color")
+        #expect(try await onTerminal(environment: ["NO_COLOR": ""]).contains(escape), "an empty NO_COLOR is no preference")
+    }
+}

@@ -1,0 +1,161 @@
+import Foundation
+import Glibc
+import Testing
+
+// The harness of the sync integration tests: temporary folders, the real `nimbusd` started and
+// stopped as a child process, and polls with deadlines. Every wait is a condition polled until
+// a deadline, never a sleep standing in for synchronisation. Names are prefixed with `Sync` so
+// that they never collide with the other harnesses of this test target.
+
+/// A failure of an integration test, with the daemons' log tails attached.
+struct SyncFailure: Error, CustomStringConvertible {
+    var description: String
+}
+
+enum SyncHarness {
+    /// The directory of the test bundle; `nimbusd` and `nimbusctl` are built next to it.
+    static let binaryDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    static var nimbusd: String { binaryDirectory.appendingPathComponent("nimbusd").path }
+    static var nimbusctl: String { binaryDirectory.appendingPathComponent("nimbusctl").path }
+
+    /// `NIMBUS_IT_KEEP=1` keeps the temporary folders (and logs) for inspection.
+    static let keepSandboxes = ProcessInfo.processInfo.environment["NIMBUS_IT_KEEP"] == "1"
+
+    /// A seed for a randomized test: `NIMBUS_IT_SEED` to replay one, else a fresh one. Printed.
+    static func seed(_ test: String) -> UInt64 {
+        let seed = ProcessInfo.processInfo.environment["NIMBUS_IT_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 1 ... .max)
+        print("[\(test)] seed \(seed) (replay with NIMBUS_IT_SEED=\(seed))")
+        return seed
+    }
+
+    /// Runs a program to completion; returns its exit status and its stdout and stderr together.
+    @discardableResult
+    static func run(_ executable: String, _ arguments: [String]) -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        do { try process.run() } catch { return (-1, "cannot run \(executable): \(error)") }
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    /// The path of a system tool (`mount`, `cp`…), wherever this distribution keeps it.
+    static func tool(_ name: String) -> String {
+        ["/usr/bin/", "/bin/", "/usr/sbin/", "/sbin/"].map { $0 + name }.first { FileManager.default.isExecutableFile(atPath: $0) }
+            ?? "/usr/bin/" + name
+    }
+
+    /// Mounts a tmpfs of `size` (e.g. "8m") on `directory`; nil on success, else why not.
+    static func mountTmpfs(_ directory: String, size: String) -> String? {
+        let result = run(SyncHarness.tool("mount"), ["-t", "tmpfs", "-o", "size=\(size)", "tmpfs", directory])
+        guard result.status == 0 else {
+            return "cannot mount a tmpfs on \(directory) (uid \(getuid()); these tests need root or CAP_SYS_ADMIN): "
+                + "mount exited \(result.status): \(result.output)"
+        }
+        return nil
+    }
+
+    static func unmount(_ directory: String, lazy: Bool = true) -> (status: Int32, output: String) {
+        run(SyncHarness.tool("umount"), (lazy ? ["-l"] : []) + [directory])
+    }
+}
+
+/// A temporary directory holding one test's folders, daemons and logs. Call `finish()` in a
+/// defer: it kills daemons still running, unmounts what was mounted and removes everything.
+final class SyncSandbox {
+    let root: String
+    let label: String
+    private(set) var daemons: [SyncDaemon] = []
+    private(set) var mounts: [String] = []
+
+    init(_ label: String) throws {
+        var template = Array("/tmp/nimbus-it-XXXXXX".utf8CString)
+        guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
+            throw SyncFailure(description: "mkdtemp failed: errno \(errno)")
+        }
+        root = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        self.label = label
+    }
+
+    /// `root/name`, created (with its parents) if missing.
+    @discardableResult
+    func folder(_ name: String) throws -> String {
+        let path = root + "/" + name
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    /// A daemon for `local` and `cloud` (folders of this sandbox, created) with its own state.
+    func daemon(device: String, local: String = "local", cloud: String = "cloud") throws -> SyncDaemon {
+        let daemon = SyncDaemon(device: device, local: try folder(local), cloud: try folder(cloud),
+                                stateDirectory: root + "/state-" + device, home: root)
+        daemons.append(daemon)
+        return daemon
+    }
+
+    /// Mounts a tmpfs on `root/name`; nil on success, else why not (record it as an issue).
+    func mountTmpfs(_ name: String, size: String) throws -> String? {
+        let path = try folder(name)
+        if let problem = SyncHarness.mountTmpfs(path, size: size) { return problem }
+        mounts.append(path)
+        return nil
+    }
+
+    /// Kills the daemons still running, unmounts, removes the sandbox.
+    func finish() {
+        for daemon in daemons { daemon.killIfRunning() }
+        for mount in mounts.reversed() { _ = SyncHarness.unmount(mount) }
+        if SyncHarness.keepSandboxes {
+            print("[\(label)] kept \(root)")
+        } else {
+            SyncHarness.run(SyncHarness.tool("rm"), ["-rf", root])
+        }
+    }
+
+    /// The end of every daemon's log, for failure messages.
+    func logs(lines: Int = 60) -> String {
+        daemons.map { daemon in
+            "--- log of \(daemon.device) (\(daemon.logPath)), last \(lines) lines:\n\(daemon.logTail(lines: lines))"
+                + (daemon.pid.map { daemon.isRunning ? "\n" + daemon.threadStates($0) : "" } ?? "")
+        }.joined(separator: "\n")
+    }
+
+    func failure(_ message: String) -> SyncFailure {
+        SyncFailure(description: "[\(label)] \(message)\n\(logs())")
+    }
+
+    /// Polls `check` every `interval` until it returns nil (satisfied) or the deadline passes;
+    /// `check` returns what is still missing, which the failure reports.
+    func eventually(_ what: String, timeout: Duration = .seconds(10), interval: Duration = .milliseconds(10),
+                    _ check: () throws -> String?) async throws {
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        var last = "not checked"
+        while true {
+            do {
+                guard let missing = try check() else { return }
+                last = missing
+            } catch {
+                last = "\(error)"
+            }
+            if clock.now >= deadline { break }
+            try await Task.sleep(for: interval)
+        }
+        throw failure("timed out after \(timeout) waiting for: \(what)\nlast state: \(last)")
+    }
+
+    /// Waits until both trees are equal (ignoring Nimbus's own markers) and `check` holds too.
+    func converge(_ what: String, _ a: String, _ b: String, timeout: Duration = .seconds(10),
+                  contentLimit: Int = 4 << 20, _ check: () throws -> String? = { nil }) async throws {
+        try await eventually("\(what) (and \(a) equal to \(b))", timeout: timeout) {
+            if let missing = try check() { return missing }
+            let left = try SyncTree(scanning: a, contentLimit: contentLimit)
+            let right = try SyncTree(scanning: b, contentLimit: contentLimit)
+            return left.differences(from: right, names: (a, b))
+        }
+    }
+}

@@ -1,0 +1,82 @@
+import Foundation
+import Testing
+import NimbusSystem
+
+/// Plays systemd: a notification socket, a watchdog, SIGHUP and SIGTERM, against the real
+/// `nimbusd` binary on temporary folders.
+@Suite(.serialized) struct SystemdNotifyTests {
+    static var binary: URL {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("nimbusd")
+    }
+
+    /// Collects notification datagrams until `predicate` holds or `seconds` pass.
+    static func collect(_ socket: UnixDatagramSocket, seconds: Double, until predicate: ([String]) -> Bool) throws -> [String] {
+        var messages: [String] = []
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline && !predicate(messages) {
+            if let bytes = try socket.receive(timeoutMilliseconds: 100) { messages.append(String(decoding: bytes, as: UTF8.self)) }
+        }
+        return messages
+    }
+
+    @Test func readyWatchdogReloadAndStop() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-systemd-\(UUID().uuidString)")
+        let local = root.appendingPathComponent("local"), cloud = root.appendingPathComponent("cloud")
+        for dir in [local, cloud] { try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true) }
+        defer { try? FileManager.default.removeItem(at: root) }
+        try Data("hello".utf8).write(to: local.appendingPathComponent("a.txt"))
+        let config = root.appendingPathComponent("nimbus.conf")
+        try Data("[device]\nname = before\n".utf8).write(to: config)
+        let notifyPath = root.appendingPathComponent("notify").path
+        let socket = try UnixDatagramSocket.bound(to: notifyPath)
+        defer { socket.close() }
+
+        let process = Process()
+        process.executableURL = Self.binary
+        process.arguments = ["--local", local.path, "--cloud", cloud.path, "--state-dir", root.appendingPathComponent("state").path,
+                             "--socket", root.appendingPathComponent("ctl.sock").path, "--config", config.path]
+        var environment = ProcessInfo.processInfo.environment
+        environment["NOTIFY_SOCKET"] = notifyPath
+        environment["WATCHDOG_USEC"] = "200000"
+        environment.removeValue(forKey: "JOURNAL_STREAM")
+        process.environment = environment
+        let logURL = root.appendingPathComponent("log")
+        FileManager.default.createFile(atPath: logURL.path, contents: nil)
+        process.standardError = try FileHandle(forWritingTo: logURL)
+        try process.run()
+        defer { if process.isRunning { process.terminate(); process.waitUntilExit() } }
+        func log() -> String { (try? String(contentsOf: logURL, encoding: .utf8)) ?? "" }
+
+        // READY=1 comes once the first sync is done: the file is in the cloud by then.
+        let startup = try Self.collect(socket, seconds: 10) { $0.contains { $0.contains("READY=1") } }
+        #expect(startup.contains { $0.contains("READY=1") }, "no READY=1; log:\n\(log())")
+        #expect(FileManager.default.fileExists(atPath: cloud.appendingPathComponent("a.txt").path))
+        #expect(startup.first { $0.contains("READY=1") }?.contains("STATUS=") == true)
+
+        // The watchdog is fed at half of WATCHDOG_USEC (every 100 ms), from the engine thread.
+        let pings = try Self.collect(socket, seconds: 5) { $0.filter { $0 == "WATCHDOG=1" }.count >= 5 }
+        #expect(pings.filter { $0 == "WATCHDOG=1" }.count >= 5, "watchdog pings: \(pings)")
+
+        // SIGHUP: RELOADING=1 with the monotonic time, then READY=1 with the new configuration.
+        try Data("[device]\nname = after\n".utf8).write(to: config)
+        kill(process.processIdentifier, SIGHUP)
+        let reload = try Self.collect(socket, seconds: 10) { messages in
+            guard let reloading = messages.firstIndex(where: { $0.contains("RELOADING=1") }) else { return false }
+            return messages[reloading...].contains { $0.contains("READY=1") }
+        }
+        let reloading = try #require(reload.firstIndex { $0.contains("RELOADING=1") }, "no RELOADING=1: \(reload)")
+        #expect(reload[reloading].contains("MONOTONIC_USEC="))
+        #expect(reload[reloading...].contains { $0.contains("READY=1") })
+        #expect(log().contains("configuration reloaded"))
+
+        // SIGTERM: STOPPING=1, exit status 0, no temporary files left.
+        process.terminate()
+        let stopping = try Self.collect(socket, seconds: 10) { $0.contains { $0.contains("STOPPING=1") } }
+        process.waitUntilExit()
+        #expect(stopping.contains { $0.contains("STOPPING=1") })
+        #expect(process.terminationStatus == 0, "exit status \(process.terminationStatus); log:\n\(log())")
+        let leftovers = (FileManager.default.enumerator(atPath: root.path)?.allObjects as? [String] ?? [])
+            .filter { $0.contains(".nimbus-tmp-") }
+        #expect(leftovers.isEmpty, "temporary files left: \(leftovers)")
+    }
+}

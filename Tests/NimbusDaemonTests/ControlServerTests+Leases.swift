@@ -1,0 +1,59 @@
+import Foundation
+import NimbusCore
+import NimbusSystem
+import Synchronization
+import Testing
+@testable import NimbusDaemon
+
+extension ControlServerTests {
+    /// The default `LeaseProvider` on its own: the server relies on these promises. Its waits run
+    /// as Swift tasks, so these tests are async and never block a thread of the shared pool
+    /// (other tests in this process do, which can delay them, hence the long time limits).
+    @Suite struct LeaseProvider {
+        /// Collects completions, which may come on any thread.
+        final class Results: Sendable {
+            let values = Mutex<[Result<LockID, LeaseFailure>]>([])
+            func add(_ result: Result<LockID, LeaseFailure>) { values.withLock { $0.append(result) } }
+            var all: [Result<LockID, LeaseFailure>] { values.withLock { $0 } }
+        }
+
+        let a = OwnerID(rawValue: 1), b = OwnerID(rawValue: 2)
+        func path(_ text: String) -> RelativePath { try! RelativePath(validating: text) }
+
+        @Test func aTimeLimitEndsInBusyNamingTheHolder() async throws {
+            let leases = PathLocksLeaseProvider()
+            let results = Results()
+            leases.acquire(path("db"), mode: .exclusive, owner: a, timeout: .zero) { results.add($0) }
+            leases.acquire(path("db/x"), mode: .shared, owner: b, timeout: .milliseconds(50)) { results.add($0) }
+            try await Deadline.waitAsync("both answers") { results.all.count == 2 }
+            guard case .success(let held) = results.all[0], case .failure(.busy(let holders)) = results.all[1] else {
+                Issue.record("\(results.all)")
+                return
+            }
+            #expect(holders.map(\.id) == [held])
+            #expect(leases.snapshot().count == 1, "the timed-out request left the table")
+        }
+
+        @Test func closingAConnectionWithdrawsItsWaitsAndFreesItsLeases() async throws {
+            let leases = PathLocksLeaseProvider()
+            let results = Results()
+            leases.acquire(path("db"), mode: .exclusive, owner: a, timeout: nil) { results.add($0) }
+            try await Deadline.waitAsync("the first lease") { results.all.count == 1 }
+            leases.acquire(path("db"), mode: .exclusive, owner: b, timeout: nil) { results.add($0) }
+            leases.acquire(path("db"), mode: .shared, owner: a, timeout: nil) { results.add($0) }
+            try await Deadline.waitAsync("both to wait") { leases.snapshot().count == 3 }
+            // b goes away while waiting, then a (holding one lease, waiting for another).
+            leases.releaseAll(owner: b)
+            leases.releaseAll(owner: a)
+            try await Deadline.waitAsync("the waits to be withdrawn") { results.all.count == 3 }
+            #expect(results.all.dropFirst().allSatisfy { $0 == .failure(.withdrawn) }, "\(results.all)")
+            #expect(leases.snapshot().isEmpty)
+            // Only the holder may release, and only once.
+            leases.acquire(path("db"), mode: .shared, owner: a, timeout: .zero) { results.add($0) }
+            guard case .success(let lease)? = results.all.last else { Issue.record("\(results.all)"); return }
+            #expect(!leases.release(lease, owner: b))
+            #expect(leases.release(lease, owner: a))
+            #expect(!leases.release(lease, owner: a))
+        }
+    }
+}

@@ -1,0 +1,333 @@
+import Foundation
+import NimbusProtocol
+import NimbusSystem
+import Testing
+
+/// The control socket of a real `nimbusd` process, spoken to in raw NDJSON (DESIGN §7).
+@Suite struct ControlServerTests {
+    @Test func everyMethodAnswers() throws {
+        let daemon = try DaemonProcess { try $0.write("a.txt", "a\n") }
+        try daemon.waitUntilIdle()
+        let client = try daemon.client()
+        let calls: [(ControlMethod, String?, String?)] = [  // method, params, expected error name (nil: success)
+            (.hello, #"{"versions":[1,7]}"#, nil),
+            (.status, nil, nil),
+            (.list, #"{"recursive":true}"#, nil),
+            (.stat, #"{"path":"a.txt"}"#, nil),
+            (.download, #"{"path":"a.txt"}"#, "not_supported"),
+            (.evict, #"{"path":"a.txt"}"#, "not_supported"),
+            (.pin, #"{"path":"a.txt"}"#, "not_supported"),
+            (.unpin, #"{"path":"a.txt"}"#, "not_supported"),
+            (.conflicts, nil, nil),
+            (.resolve, #"{"path":"a.txt","keep":"both"}"#, "not_in_conflict"),
+            (.versions, #"{"path":"a.txt"}"#, nil),
+            (.restore, #"{"path":"a.txt"}"#, "not_found"),
+            (.pause, nil, nil),
+            (.rescan, nil, "paused"),
+            (.resume, nil, nil),
+            (.rescan, nil, nil),
+            (.confirmDeletes, nil, nil),
+            (.revertDeletes, nil, nil),
+            (.watch, #"{"progress":false}"#, nil),
+            (.locks, nil, nil),
+            (.reload, nil, nil),
+            (.acquire, #"{"path":"a.txt","mode":"exclusive","timeoutSeconds":0}"#, nil),
+            (.release, #"{"lease":1}"#, nil),
+            (.release, #"{"lease":1}"#, "not_found"),
+        ]
+        #expect(Set(calls.map(\.0)) == Set(ControlMethod.allCases), "every method is called")
+        for (method, params, expectedError) in calls {
+            let answer = try client.call(method.rawValue, params)
+            if let expectedError {
+                #expect(answer.errorName == expectedError, "\(method): \(answer)")
+                let data = answer["error"]?["data"]
+                #expect(data?["reason"]?.string?.isEmpty == false && data?["suggestion"]?.string?.isEmpty == false,
+                        "every error has a reason and a suggestion: \(answer)")
+            } else {
+                #expect(answer["result"] != nil, "\(method): \(answer)")
+            }
+        }
+        let stat = try client.result("stat", #"{"path":"a.txt"}"#)
+        #expect(stat["state"]?.string == "downloaded" && stat["size"]?.int == 2 && stat["kind"]?.string == "file")
+        #expect(try client.result("hello", #"{"versions":[1]}"#)["version"]?.int == 1)
+        #expect(try client.call("hello", #"{"versions":[99]}"#).errorName == "not_supported")
+    }
+
+    @Test func badInputIsAnsweredWhileOthersAreServed() throws {
+        let daemon = try DaemonProcess()
+        try daemon.waitUntilIdle()
+        let bad = try daemon.client(), good = try daemon.client()
+        let cases: [(String, String, Int64)] = [
+            (#"{"jsonrpc":"2.0","id":1,"method":"status""#, "parse_error", -32700),
+            (#"{"jsonrpc":"2.0","id":2,"method":"list","params":{"recursive":"yes"}}"#, "invalid_params", -32602),
+            (#"{"jsonrpc":"2.0","id":3,"method":"list","params":[1]}"#, "invalid_params", -32602),
+            (#"{"jsonrpc":"2.0","id":4,"method":"stat","params":{"path":5}}"#, "invalid_params", -32602),
+            (#"{"jsonrpc":"2.0","id":5,"method":"acquire","params":{"path":"a","mode":"forever"}}"#, "invalid_params", -32602),
+            (#"{"jsonrpc":"2.0","id":6,"method":"frobnicate"}"#, "method_not_found", -32601),
+            (#"{"jsonrpc":"1.0","id":7,"method":"status"}"#, "invalid_request", -32600),
+            (#"[{"jsonrpc":"2.0","id":8,"method":"status"}]"#, "invalid_request", -32600),
+            (#""just a string""#, "invalid_request", -32600),
+        ]
+        for (line, name, code) in cases {
+            try bad.send(line)
+            let answer = try bad.readAnswer()
+            #expect(answer.errorName == name && answer["error"]?["code"]?.int == code, "\(line) → \(answer)")
+            #expect(try good.result("status")["phase"] != nil)
+        }
+        // Binary garbage, including NUL and invalid UTF-8.
+        try bad.sendRaw([0x00, 0xFF, 0xFE, 0x7B, 0x80, 0x0A])
+        #expect(try bad.readAnswer().errorName == "parse_error")
+        #expect(try good.result("status")["phase"] != nil)
+        // The id of a request with bad params is kept so the client can match the error.
+        try bad.send(#"{"jsonrpc":"2.0","id":"x-9","method":"stat","params":{"path":true}}"#)
+        #expect(try bad.readAnswer()["id"]?.string == "x-9")
+        #expect(daemon.isRunning)
+    }
+
+    @Test func aTenMebibyteLineIsRefusedAndOnlyThatClientIsDropped() throws {
+        let daemon = try DaemonProcess()
+        try daemon.waitUntilIdle()
+        let big = try daemon.client(), good = try daemon.client()
+        var line = Array(#"{"jsonrpc":"2.0","id":1,"method":"stat","params":{"path":""#.utf8)
+        line += [UInt8](repeating: UInt8(ascii: "a"), count: 10 << 20)
+        line += Array("\"}}\n".utf8)
+        // The daemon closes the connection after 1 MiB, so sending the rest may fail.
+        try? big.sendRaw(line, timeout: 20)
+        let answer = try big.readAnswer()
+        #expect(answer.errorName == "invalid_request" && answer["error"]?["code"]?.int == -32600)
+        #expect(answer["error"]?["message"]?.string == "line longer than 1 MiB")
+        #expect(try big.readLine(timeout: 10) == nil, "the connection is closed after the error")
+        #expect(try good.result("status")["phase"]?.string == "idle")
+    }
+
+    @Test func aWatcherThatNeverReadsIsDroppedAndOthersStayResponsive() throws {
+        let daemon = try DaemonProcess()
+        try daemon.waitUntilIdle()
+        let stalled = try daemon.client(), good = try daemon.client()
+        #expect(try stalled.result("watch")["watching"]?.bool == true)
+        // Never read from `stalled` again. Make many changes with long names (big events)
+        // until the daemon gives up on it: then only `good` is connected.
+        let longName = String(repeating: "n", count: 180)
+        var batch = 0
+        let deadline = Deadline.now + 120
+        while try good.result("status")["clients"]?.int != 1 {
+            #expect(Deadline.now < deadline, "the stalled watcher was never dropped")
+            if Deadline.now > deadline { return }
+            batch += 1
+            for index in 0..<500 { try daemon.write("b\(batch)/\(longName)-\(index)", "x") }
+            let started = Deadline.now
+            _ = try good.result("status", timeout: 10)
+            #expect(Deadline.now - started < 2, "status took \(Deadline.now - started) s while events streamed")
+        }
+        #expect(daemon.isRunning)
+        #expect(daemon.log.contains("stopped reading its events"))
+        // The daemon keeps serving new clients and watchers.
+        let fresh = try daemon.client()
+        #expect(try fresh.result("watch")["watching"]?.bool == true)
+        #expect(try fresh.result("status")["phase"] != nil)
+    }
+
+    @Test func twoHundredClientsAtOnce() throws {
+        let daemon = try DaemonProcess()
+        try daemon.waitUntilIdle()
+        let clients = try (0..<200).map { _ in try daemon.client() }
+        for (index, client) in clients.enumerated() {
+            try client.send("{\"jsonrpc\":\"2.0\",\"id\":\(index),\"method\":\"status\"}")
+        }
+        for (index, client) in clients.enumerated() {
+            let answer = try client.readAnswer()
+            #expect(answer["id"]?.int == Int64(index) && answer["result"]?["clients"]?.int ?? 0 >= 1, "\(answer)")
+        }
+        #expect(try clients[0].result("status")["clients"]?.int == 200)
+    }
+
+    @Test func hostilePathsAreInvalid() throws {
+        let outside = FileManager.default.temporaryDirectory.path + "/nimbus-outside-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: outside) }
+        try Data("secret".utf8).write(to: URL(fileURLWithPath: outside + "/secret.txt"))
+        let daemon = try DaemonProcess { daemon in
+            try daemon.write("docs/a.txt", "a")
+            try FileManager.default.createSymbolicLink(atPath: daemon.local + "/escape", withDestinationPath: outside)
+        }
+        try daemon.waitUntilIdle()
+        let client = try daemon.client()
+        let hostile = [#""../etc/passwd""#, #""docs/../../x""#, #""/etc/passwd""#, #""docs/a\u0000.txt""#, #""docs//a.txt""#,
+                       #""escape/secret.txt""#, #""escape/deeper/x""#]
+        for path in hostile {
+            for method in ["stat", "list", "versions", "acquire", "download"] {
+                let extra = method == "acquire" ? #","mode":"shared""# : ""
+                let answer = try client.call(method, "{\"path\":\(path)\(extra)}")
+                #expect(answer.errorName == "invalid_path" && answer["error"]?["code"]?.int == -32602, "\(method) \(path): \(answer)")
+            }
+        }
+        #expect(try client.call("restore", #"{"path":"docs/a.txt","to":"../x"}"#).errorName == "invalid_path")
+        #expect(try client.call("stat", #"{"pathBytes":"Li4vZXRj"}"#).errorName == "invalid_path")  // "../etc"
+        // The symlink itself is a legitimate path (it is synced as a symlink).
+        #expect(try client.result("stat", #"{"path":"escape"}"#)["kind"]?.string == "symlink")
+        #expect(try client.result("stat", #"{"path":"docs/a.txt"}"#)["size"]?.int == 1)
+    }
+
+    @Test func nonUTF8NamesRoundTrip() throws {
+        let name: [UInt8] = Array("caf".utf8) + [0xE9] + Array(".txt".utf8)
+        let daemon = try DaemonProcess { daemon in
+            let fd = try FileDescriptor.open(SystemPath(daemon.local).appending(SystemPath(bytes: name)),
+                                             [.writeOnly, .create], permissions: 0o644)
+            try fd.closeAfter { try fd.writeAll(Array("latin".utf8)) }
+        }
+        try daemon.waitUntilIdle()
+        let client = try daemon.client()
+        let entries = try #require(try client.result("list")["entries"]?.array)
+        let entry = try #require(entries.first { $0["pathBytes"] != nil }, "\(entries)")
+        let base64 = try #require(entry["pathBytes"]?.string)
+        #expect(Data(base64Encoded: base64).map([UInt8].init) == name)
+        #expect(entry["path"]?.string == "caf\\xE9.txt")
+        let stat = try client.result("stat", "{\"pathBytes\":\"\(base64)\"}")
+        #expect(stat["size"]?.int == 5 && stat["pathBytes"]?.string == base64 && stat["state"]?.string == "downloaded")
+    }
+
+    @Test func listingsLongerThanOneLineArePaged() throws {
+        let daemon = try DaemonProcess { daemon in
+            for index in 0..<3000 { try daemon.write("many/\(String(repeating: "p", count: 245))-\(index)", "") }
+        }
+        try daemon.waitUntilIdle(timeout: 60)
+        let client = try daemon.client()
+        var seen = 0, pages = 0
+        var params = #"{"path":"many"}"#
+        while true {
+            try client.send("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"list\",\"params\":\(params)}")
+            guard let line = try client.readLine() else { throw ControlTestFailure.because("closed") }
+            #expect(line.count <= maximumLineLength, "a line of \(line.count) bytes")
+            let result = try #require(try WireJSON.parse(line)["result"])
+            seen += result["entries"]?.array?.count ?? 0
+            pages += 1
+            guard let cursor = result["nextCursor"]?.string else { break }
+            params = "{\"cursor\":\"\(cursor)\"}"
+        }
+        #expect(seen == 3000 && pages > 1)
+        #expect(try client.call("list", #"{"cursor":"nope"}"#).errorName == "not_found")
+        #expect(try client.result("list", #"{"path":"many","limit":10}"#)["entries"]?.array?.count == 10)
+    }
+
+    /// `list` computes states in one pass over a scan; `stat` asks the engine path by path.
+    /// They must agree on every state a path can be in here.
+    @Test func listAgreesWithStat() throws {
+        let daemon = try DaemonProcess { daemon in
+            try daemon.write("synced.txt", "s")
+            try daemon.write("conflicted.txt", "c")
+            try daemon.write("folder/inner.txt", "i")
+            try FileManager.default.createSymbolicLink(atPath: daemon.local + "/link", withDestinationPath: "synced.txt")
+        }
+        try daemon.waitUntilIdle()
+        let client = try daemon.client()
+        _ = try client.result("pause")
+        try daemon.write("conflicted.txt", "here")
+        try daemon.write("conflicted.txt", "there", in: daemon.cloud)
+        _ = try client.result("resume")
+        try Deadline.wait("the conflict") { try client.result("status")["conflicts"]?.int == 1 }
+        _ = try client.result("pause")
+        try daemon.write("folder/new.txt", "waiting to upload")
+        try daemon.write("synced.txt", "changed here")
+        let entries = try #require(try client.result("list", #"{"recursive":true}"#)["entries"]?.array)
+        let states = Set(entries.compactMap { $0["state"]?.string })
+        #expect(states.isSuperset(of: ["downloaded", "conflict", "local"]), "\(entries)")
+        for entry in entries {
+            let path = try #require(entry["path"]?.string)
+            let stat = try client.result("stat", "{\"path\":\"\(path)\"}")
+            #expect(stat == entry, "list and stat disagree on \(path)")
+        }
+    }
+
+    @Test func leasesEndWithTheirConnection() throws {
+        let daemon = try DaemonProcess { try $0.write("db/data.sqlite", "x") }
+        try daemon.waitUntilIdle()
+        var holder: SocketClient? = try daemon.client()
+        let other = try daemon.client()
+        let lease = try #require(try holder?.result("acquire", #"{"path":"db","mode":"exclusive"}"#)["lease"]?.int)
+        let busy = try other.call("acquire", #"{"path":"db/data.sqlite","mode":"shared","timeoutSeconds":0.2}"#)
+        #expect(busy.errorName == "busy" && busy["error"]?["data"]?["reason"]?.string?.contains("lease \(lease)") == true, "\(busy)")
+        #expect(try other.call("release", "{\"lease\":\(lease)}").errorName == "not_found", "only the holder may release")
+        // A waiting request is granted once the holder's connection goes away.
+        try other.send(#"{"jsonrpc":"2.0","id":77,"method":"acquire","params":{"path":"db/data.sqlite","mode":"shared"}}"#)
+        holder = nil
+        let granted = try other.readAnswer()
+        #expect(granted["id"]?.int == 77 && granted["result"]?["mode"]?.string == "shared", "\(granted)")
+        let locks = try #require(try other.result("locks")["locks"]?.array)
+        #expect(locks.count == 1 && locks.first?["mine"]?.bool == true)
+    }
+
+    @Test func vanishingClientsDoNotHurtTheDaemon() throws {
+        let daemon = try DaemonProcess { daemon in
+            for index in 0..<300 { try daemon.write("d/f\(index)", "x") }
+        }
+        try daemon.waitUntilIdle()
+        for _ in 0..<50 {
+            let client = try daemon.client()
+            // Requests whose answers come later (worker, engine thread), then gone at once:
+            // writing to a closed socket must not raise SIGPIPE in the daemon.
+            for id in 0..<20 { try client.send("{\"jsonrpc\":\"2.0\",\"id\":\(id),\"method\":\"list\",\"params\":{\"recursive\":true}}") }
+            try client.send(#"{"jsonrpc":"2.0","id":99,"method":"rescan"}"#)
+            try client.send(#"{"jsonrpc":"2.0","id":98,"method":"acquire","params":{"path":"d","mode":"exclusive"}}"#)
+        }
+        let survivor = try daemon.client()
+        #expect(try survivor.result("status")["phase"] != nil)
+        try Deadline.wait("the vanished clients' leases to be released") {
+            try survivor.result("locks")["locks"]?.array?.isEmpty == true
+        }
+        #expect(daemon.isRunning)
+    }
+
+    @Test func aHalfClosedClientStillGetsItsAnswers() throws {
+        let daemon = try DaemonProcess()
+        try daemon.waitUntilIdle()
+        let client = try daemon.client()
+        try client.send(#"{"jsonrpc":"2.0","id":1,"method":"rescan"}"#)
+        try client.socket.shutdownWriting()
+        #expect(try client.readAnswer()["result"]?["tracked"] != nil)
+        #expect(try client.readLine(timeout: 10) == nil, "then the daemon closes")
+    }
+
+    @Test func aStaleSocketIsReplacedButALiveOneIsNot() throws {
+        let first = try DaemonProcess()
+        try first.waitUntilIdle()
+        // A second daemon on the same socket refuses to start.
+        let second = try DaemonProcess(socketPath: first.socketPath)
+        try Deadline.wait("the second daemon to give up") { !second.isRunning }
+        #expect(second.exitStatus != 0)
+        #expect(second.log.contains("already listening"), "\(second.log)")
+        #expect(try first.client().result("status")["phase"] != nil)
+        // After a crash the socket file stays behind; the next daemon takes it over.
+        first.crash()
+        #expect(FileManager.default.fileExists(atPath: first.socketPath))
+        try first.start()
+        try first.waitUntilIdle()
+    }
+
+    @Test func reloadSaysWhatChangedAndKeepsTheOldSettingsOnError() throws {
+        let daemon = try DaemonProcess()
+        try daemon.waitUntilIdle()
+        let client = try daemon.client()
+        let config = daemon.root + "/config/nimbus/default.conf"
+        try daemon.write("default.conf", "[safety]\nmax-delete-percent = 40\n[pair]\nmode = on-demand\n",
+                         in: daemon.root + "/config/nimbus")
+        let result = try client.result("reload")
+        #expect(result["changed"] == .array([.string("safety.max-delete-percent")]), "\(result)")
+        #expect(result["needsRestart"] == .array([.string("pair.mode")]), "\(result)")
+        try Data("[safety]\nmax-delete-percent = lots\n".utf8).write(to: URL(fileURLWithPath: config))
+        let failed = try client.call("reload")
+        #expect(failed.errorName == "failed", "\(failed)")
+        #expect(failed["error"]?["data"]?["reason"]?.string?.contains("default.conf:2") == true, "\(failed)")
+        #expect(try client.result("status")["phase"] != nil)
+    }
+
+    @Test func theSocketDirectoryAndSocketArePrivate() throws {
+        let daemon = try DaemonProcess()
+        try daemon.waitUntilIdle()
+        let directory = URL(fileURLWithPath: daemon.socketPath).deletingLastPathComponent().path
+        let dirMode = try FileManager.default.attributesOfItem(atPath: directory)[.posixPermissions] as? Int
+        let sockMode = try FileManager.default.attributesOfItem(atPath: daemon.socketPath)[.posixPermissions] as? Int
+        #expect(dirMode == 0o700 && sockMode == 0o600)
+        daemon.stop()
+        #expect(!FileManager.default.fileExists(atPath: daemon.socketPath), "the socket is removed at exit")
+    }
+}
