@@ -26,7 +26,7 @@ let package = Package(
         .target(name: "NimbusSimulation", dependencies: ["NimbusCore", "NimbusSystem"], swiftSettings: strict),
         .executableTarget(name: "nimbusd", dependencies: ["NimbusDaemon"], swiftSettings: strict),
         // The client side of the control protocol, for nimbusctl and for applications.
-        .target(name: "NimbusClient", dependencies: ["NimbusProtocol", "NimbusSystem"], swiftSettings: strict),
+        .target(name: "NimbusClient", dependencies: ["NimbusCore", "NimbusProtocol", "NimbusSystem"], swiftSettings: strict),
         .executableTarget(name: "nimbusctl", dependencies: ["NimbusClient", "NimbusProtocol", "NimbusSystem"],
                           swiftSettings: strict),
         .executableTarget(name: "nimbus-bench",
@@ -39,7 +39,7 @@ let package = Package(
         .testTarget(name: "NimbusSimulationTests", dependencies: ["NimbusSimulation"]),
         .testTarget(name: "NimbusClientTests", dependencies: ["NimbusClient"]),
         // Runs the real binaries on real folders; depends on them so they are built first.
-        .testTarget(name: "IntegrationTests", dependencies: ["NimbusSystem", "nimbusd", "nimbusctl"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["NimbusSystem", "NimbusClient", "nimbusd", "nimbusctl"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -41,7 +41,13 @@ extension SyncEngine {
     /// The state of `path`, from the index, the transient states and what is on disk.
     public func entry(_ path: RelativePath) -> EntryInfo? {
         let (record, transient) = state.withLock { ($0.index[path], $0.transient[path]) }
-        let current = try? local.metadata(of: path)
+        return Self.describe(path, current: try? local.metadata(of: path), record: record, transient: transient)
+    }
+
+    /// The one rule for a path's state: in progress or failed (transient) first, then
+    /// conflict, then in sync unless it changed here since (waiting to upload: `local`).
+    static func describe(_ path: RelativePath, current: FileMetadata?, record: PathRecord?,
+                         transient: FileState?) -> EntryInfo? {
         guard let meta = current ?? record?.base.local else { return nil }
         var fileState: FileState = .local
         if let transient {
@@ -50,26 +56,13 @@ extension SyncEngine {
             if record.conflictCopy != nil {
                 fileState = .conflict
             } else if let current, !current.isUnchanged(from: record.base.local) {
-                fileState = .local  // changed here, waiting to upload
+                fileState = .local
             } else {
                 fileState = .downloaded
             }
         }
         return EntryInfo(path: path, kind: meta.kind, size: meta.kind == .file ? meta.size : 0, mtime: meta.mtime,
                          state: fileState, conflictCopy: record?.conflictCopy, residency: record?.residency ?? .auto)
-    }
-
-    /// The entries directly in `directory` (or everything below it when `recursive`), sorted.
-    public func entries(under directory: RelativePath, recursive: Bool) throws -> [EntryInfo] {
-        guard let meta = try local.metadata(of: directory) else {
-            throw EngineRequestError(kind: .notFound, message: "\(directory) does not exist in the local folder")
-        }
-        guard meta.kind == .directory else { return entry(directory).map { [$0] } ?? [] }
-        let scan = try local.scan(directory) { recursive && !self.isExcluded($0) }
-        return scan.entries.lazy
-            .filter { (recursive || $0.path.parent == directory) && !self.isExcluded($0.path) }
-            .compactMap { self.entry($0.path) }
-            .sorted { $0.path < $1.path }
     }
 
     func isExcluded(_ path: RelativePath) -> Bool {

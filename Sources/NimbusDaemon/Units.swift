@@ -1,3 +1,4 @@
+import NimbusCore
 /// Sizes and durations as people write them in the config file and on the command line.
 ///
 /// Sizes follow coreutils: `K`, `M`, `G`, `T`, `P` and `KiB`…`PiB` are powers of 1024;
@@ -191,24 +192,6 @@ enum Spelling {
         // A prefix of at least three letters: `--loc` → `--local`.
         let prefixed = candidates.filter { lowered.count >= 3 && $0.lowercased().hasPrefix(lowered) }
         return prefixed.count == 1 ? prefixed[0] : nil
-    }
-
-    /// Optimal string alignment distance.
-    static func editDistance(_ a: [Character], _ b: [Character]) -> Int {
-        if a.isEmpty || b.isEmpty { return max(a.count, b.count) }
-        var table = [[Int]](repeating: [Int](repeating: 0, count: b.count + 1), count: a.count + 1)
-        for i in 0...a.count { table[i][0] = i }
-        for j in 0...b.count { table[0][j] = j }
-        for i in 1...a.count {
-            for j in 1...b.count {
-                let cost = a[i - 1] == b[j - 1] ? 0 : 1
-                table[i][j] = min(table[i - 1][j] + 1, table[i][j - 1] + 1, table[i - 1][j - 1] + cost)
-                if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] {
-                    table[i][j] = min(table[i][j], table[i - 2][j - 2] + 1)
-                }
-            }
-        }
-        return table[a.count][b.count]
     }
 }
 

@@ -27,6 +27,8 @@ struct ArgumentParserTests {
         ("confirm-deletes", .confirmDeletes),
         ("revert-deletes", .revertDeletes),
         ("watch", .watch),
+        ("lock --shared --wait 5 Mail -- mbsync -a", .lock(path: "Mail", shared: true, wait: 5, command: ["mbsync", "-a"])),
+        ("locks", .locks),
         ("completion bash", .completion(shell: "bash")),
         ("completion zsh", .completion(shell: "zsh")),
         ("completion fish", .completion(shell: "fish")),

@@ -38,6 +38,7 @@ enum ArgumentParser {
             }
             if word == "--" {
                 optionsEnded = true
+                state.separatorAt = state.words?.positionals.count ?? -1
                 continue
             }
             for (name, inline) in try split(word, command: state.words?.spec) {
@@ -90,6 +91,8 @@ enum ArgumentParser {
         var wantsHelp = false
         var wantsVersion = false
         var seen: Set<String> = []
+        /// How many of the command's arguments came before `--` (-1: `--` before the command).
+        var separatorAt: Int?
 
         /// The command's own option first, then a global one.
         func resolve(_ name: String) throws(UsageError) -> OptionSpec {
@@ -154,6 +157,7 @@ enum ArgumentParser {
             if wantsHelp { return Invocation(global: global, command: .help(topic: words?.spec.name)) }
             if wantsVersion { return Invocation(global: global, command: .version) }
             guard var words else { throw .missingCommand() }
+            if words.spec.name == LockCommand.spec.name { try LockCommand.check(words, separatorAt: separatorAt) }
             for option in words.spec.options where option.isRequired && words.values[option.long] == nil {
                 throw .missingOption(option, command: words.spec)
             }

@@ -62,6 +62,11 @@ enum Catalogue {
             CommandSpec(name: "unpin", summary: "Let pinned files be evicted again",
                         arguments: [paths("Files or folders")]),
         ]),
+        ("Coordinating", [
+            LockCommand.spec,
+            CommandSpec(name: "locks", summary: "List the leases held or waited for on paths",
+                        discussion: "Leases taken by applications and by 'nimbusctl lock', and the daemon's own locks, oldest first."),
+        ]),
         ("Fixing", [
             CommandSpec(name: "resolve", summary: "Settle a conflict",
                         discussion: "local: keep this device's version under the name. cloud: keep the cloud's version (this device's stays among the versions). both: keep both files.",

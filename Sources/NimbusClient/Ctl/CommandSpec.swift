@@ -42,10 +42,13 @@ struct ArgumentSpec: Sendable, Equatable {
     var choices: [String] = []
     var completesFiles = true
     var help: String
+    /// How the usage line shows it, when not by its name (`-- COMMAND [ARGS...]` of lock).
+    var display: String?
 
     /// `PATH`, `[PATH]` or `PATH...`, as the usage line shows it.
     var synopsis: String {
-        switch count {
+        if let display { return display }
+        return switch count {
         case .one: name
         case .optional: "[\(name)]"
         case .oneOrMore: "\(name)..."
@@ -62,11 +65,15 @@ struct CommandSpec: Sendable, Equatable {
     var arguments: [ArgumentSpec] = []
     var options: [OptionSpec] = []
     var examples: [String] = []
+    /// The options come before the arguments in the usage line (lock, whose last argument
+    /// is a command line of its own).
+    var optionsFirst = false
 
     /// `nimbusctl ls [PATH] [-r] [--state STATE]`.
     var usage: String {
         let options = options.map { $0.isRequired ? $0.usageText : "[\($0.usageText)]" }
-        return (["nimbusctl", name] + arguments.map(\.synopsis) + options).joined(separator: " ")
+        let arguments = arguments.map(\.synopsis)
+        return (["nimbusctl", name] + (optionsFirst ? options + arguments : arguments + options)).joined(separator: " ")
     }
 
     func option(named spelling: String) -> OptionSpec? {

@@ -31,6 +31,9 @@ enum Command: Equatable, Sendable {
     case confirmDeletes
     case revertDeletes
     case watch
+    /// `lock [--shared] [--wait SECONDS] PATH -- COMMAND [ARGS...]`.
+    case lock(path: String, shared: Bool, wait: Double?, command: [String])
+    case locks
     case completion(shell: String)
     /// `--help`, `-h` or `help [COMMAND]`; nil topic: the overview.
     case help(topic: String?)
@@ -80,6 +83,8 @@ extension Command {
         case "confirm-deletes": self = .confirmDeletes
         case "revert-deletes": self = .revertDeletes
         case "watch": self = .watch
+        case "lock": self = LockCommand.command(words)
+        case "locks": self = .locks
         case "completion": self = .completion(shell: words.first)
         case "help": self = .help(topic: p.first)
         default: preconditionFailure("the catalogue names a command with no case: \(words.spec.name)")

@@ -78,6 +78,11 @@ struct Session: Sendable {
             return try await each(paths, "Unpinned") { try await connection.unpin($0) }
         case .watch:
             try await watch()
+        case let .lock(path, shared, wait, command):
+            return try await lock(path, shared: shared, wait: wait, command: command)
+        case .locks:
+            let (result, raw) = try await connection.callBoth(.locks, NoParams(), as: LocksResult.self)
+            emit(raw) { LockCommand.render(result.locks) }
         case .completion, .help, .version:
             preconditionFailure("\(command) needs no daemon; NimbusCtl.main handles it")
         }

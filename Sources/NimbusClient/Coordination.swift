@@ -1,0 +1,136 @@
+import Foundation
+import NimbusSystem
+import NimbusProtocol
+
+/// A path's state changed (an `event` notification of type `state`).
+public struct StateChange: Sendable, Equatable {
+    /// Relative to the local root.
+    public var path: String
+    /// The new state name (DESIGN §2): local, uploading, notDownloaded, downloading,
+    /// downloaded, outdated, conflict, error; `deleted` once it is gone.
+    public var state: String
+    /// Why, when `state` is `error`.
+    public var message: String?
+    /// This device's copy, when `state` is `conflict`.
+    public var conflictCopy: String?
+    /// When it happened, nanoseconds since 1970.
+    public var timeNs: Int64
+}
+
+/// Coordinated access for applications (issue #8), the Linux counterpart of
+/// NSFileCoordinator: read while nobody writes, write a new version that the cloud only ever
+/// sees whole.
+///
+/// ```swift
+/// let nimbus = try await NimbusConnection.connect()
+/// try await nimbus.coordinatedWrite("notes.db") { temporary in
+///     try database.export(to: temporary)
+/// }
+/// let text = try await nimbus.coordinatedRead("notes.txt") { try String(contentsOf: $0, encoding: .utf8) }
+/// ```
+///
+/// Not done yet: a read of a placeholder does not download it first, and there is no
+/// `download(_:progress:)`; both wait for files on demand (issue #5).
+extension NimbusConnection {
+    /// The daemon's local folder, from `hello`.
+    public var localRoot: String { daemon.localRoot }
+
+    /// The file `path` (relative to the local root, "" for the root) on this machine.
+    public func localURL(for path: String) -> URL {
+        let root = URL(fileURLWithPath: localRoot, isDirectory: true)
+        return path.isEmpty ? root : root.appendingPathComponent(path)
+    }
+
+    // MARK: Status
+
+    /// The sync state of one file or folder.
+    public func status(of path: String) async throws -> Entry {
+        try await stat(path)
+    }
+
+    /// The sync state of several paths at once, asked concurrently on this connection. Paths
+    /// the daemon does not know (`not_found`) are left out; any other error is thrown.
+    public func status(of paths: [String]) async throws -> [String: Entry] {
+        try await withThrowingTaskGroup(of: (String, Entry?).self) { group in
+            for path in Set(paths) {
+                group.addTask {
+                    do {
+                        return (path, try await self.stat(path))
+                    } catch let error as NimbusClientError where error.name == ErrorName.notFound.rawValue {
+                        return (path, nil)
+                    }
+                }
+            }
+            var entries: [String: Entry] = [:]
+            for try await (path, entry) in group { entries[path] = entry }
+            return entries
+        }
+    }
+
+    // MARK: Coordinated reading and writing
+
+    /// Holds a shared lease on `path` while `body` reads the file (given its local URL), and
+    /// returns what `body` returns. Other readers may read at once; writers (and the daemon)
+    /// wait until `body` is done. With `timeout` a busy path fails with `busy`.
+    public func coordinatedRead<T: Sendable>(_ path: String, timeout: Double? = nil,
+                                             body: @Sendable (URL) async throws -> T) async throws -> T {
+        let lease = try await acquire(path, mode: .shared, timeout: timeout)
+        let result: T
+        do {
+            result = try await body(localURL(for: path))
+        } catch {
+            _ = try? await release(lease.lease)
+            throw error
+        }
+        try await release(lease.lease)
+        return result
+    }
+
+    /// Replaces the file `path` with a new version, whole. Under an exclusive lease, `body`
+    /// writes the new content into a temporary file beside the target (named `.nimbus-tmp-…`,
+    /// which the daemon never syncs); the library then flushes it to disk, renames it over
+    /// the target in one step (keeping the old file's permissions) and releases the lease, so
+    /// the cloud only ever receives the complete new version, right after. Write to the given
+    /// URL itself (not through another temporary file). When `body` throws, the temporary file
+    /// goes and the target stays as it was.
+    public func coordinatedWrite(_ path: String, timeout: Double? = nil,
+                                 body: @Sendable (URL) async throws -> Void) async throws {
+        guard !path.isEmpty else {
+            throw NimbusClientError.invalidArgument("the path \"\"", reason: "it names the synced folder itself, not a file")
+        }
+        let target = localURL(for: path)
+        let temporary = target.deletingLastPathComponent().appendingPathComponent(".nimbus-tmp-write-\(UUID().uuidString)-\(target.lastPathComponent.prefix(64))")
+        let lease = try await acquire(path, mode: .exclusive, timeout: timeout)
+        do {
+            try AtomicReplacement.createEmpty(at: temporary.path, modeLike: target.path)
+            try await body(temporary)
+            try AtomicReplacement.install(temporary.path, over: target.path)
+        } catch {
+            AtomicReplacement.discard(temporary.path)
+            _ = try? await release(lease.lease)
+            throw error
+        }
+        try await release(lease.lease)
+    }
+
+    // MARK: State changes
+
+    /// Every state change from now on (below `path` when given), until the connection ends
+    /// or the consumer stops listening. Subscribing happens before this returns.
+    public func stateChanges(under path: String = "") async throws -> AsyncStream<StateChange> {
+        let notifications = try await watch(progress: false)
+        let (stream, continuation) = AsyncStream.makeStream(of: StateChange.self, bufferingPolicy: .bufferingNewest(10_000))
+        let pump = Task {
+            for await notification in notifications {
+                guard case .event(let event) = notification.payload, event.type == "state",
+                      let changed = event.path, let state = event.state,
+                      path.isEmpty || changed == path || changed.hasPrefix(path + "/") else { continue }
+                continuation.yield(StateChange(path: changed, state: state, message: event.message,
+                                               conflictCopy: event.conflictCopy, timeNs: event.timeNs))
+            }
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in pump.cancel() }
+        return stream
+    }
+}

@@ -1,0 +1,258 @@
+import Foundation
+import NimbusClient
+import Glibc
+import Testing
+
+/// Leases for applications (issue #8) against the real daemon, through `nimbusctl lock`:
+/// nothing half-written reaches the cloud, a killed holder frees its lease, leases on one path
+/// take turns, and lock passes on its command's exit status.
+@Suite(.timeLimit(.minutes(3)))
+struct LeaseTests {
+    func withDaemon(_ body: (CtlDaemon) async throws -> Void) async throws {
+        try await CtlDaemon.with { daemon in
+            do {
+                try await body(daemon)
+            } catch {
+                throw CtlFailure(description: "\(error)\n\(daemon.logTail())")
+            }
+        }
+    }
+
+    /// The leases held or waited for by connections (the daemon's own locks left out).
+    func clientLeases(_ d: CtlDaemon) async throws -> [[String: Any]] {
+        let result = try await d.ctl(["--json", "locks"])
+        guard result.status == 0 else { throw CtlFailure(description: "locks failed: \(result)") }
+        return ((try result.json()["locks"] as? [[String: Any]]) ?? []).filter { $0["owner"] != nil }
+    }
+
+    func waitForNoLeases(_ d: CtlDaemon) async throws {
+        try await CtlHarness.eventually("every lease to be released", timeout: .seconds(30)) {
+            let leases = try await clientLeases(d)
+            return leases.isEmpty ? nil : "still held: \(leases)"
+        }
+    }
+
+    func waitForLease(_ d: CtlDaemon, _ path: String, state: String = "granted") async throws {
+        try await CtlHarness.eventually("a \(state) lease on \(path)", timeout: .seconds(30)) {
+            let leases = try await clientLeases(d)
+            return leases.contains { $0["path"] as? String == path && $0["state"] as? String == state } ? nil : "leases: \(leases)"
+        }
+    }
+
+    @Test func aWriterUnderAnExclusiveLeaseIsNeverUploadedHalfWritten() async throws {
+        try await withDaemon { d in
+            let old = "old\n"
+            try d.write("db.txt", old)
+            try await d.waitForCloud("db.txt", old)
+            let final = old + (1...100).map { String(format: "%03d\n", $0) }.joined()
+            let file = d.local + "/db.txt"
+            let done = d.root + "/writer.done"
+            let writer = try LeaseProcess(d, ["lock", "db.txt", "--", "sh", "-c",
+                                              "for i in $(seq 1 100); do printf '%03d\\n' \"$i\" >> '\(file)'; sleep 0.01; done; date +%s.%N > '\(done)'"])
+            // Watch the cloud copy the whole time: old or final, nothing between, until the
+            // final one arrives (deadline 5 s after the writer's last append).
+            var polls = 0
+            var arrived: Double?
+            var finished: Double?
+            while arrived == nil {
+                let text = d.read("db.txt", side: "cloud") ?? "(absent)"
+                #expect(text == old || text == final || text == "(absent)",
+                        "the cloud got a partial version (\(text.split(separator: "\n").count) lines)")
+                if text == final { arrived = Date().timeIntervalSince1970 }
+                if finished == nil, let stamp = try? String(contentsOfFile: done, encoding: .utf8),
+                   let seconds = Double(stamp.trimmingCharacters(in: .whitespacesAndNewlines)) { finished = seconds }
+                if let finished, Date().timeIntervalSince1970 - finished > 10 { break }
+                if !writer.isRunning, finished == nil { break }
+                polls += 1
+                try await Task.sleep(for: .milliseconds(3))
+            }
+            try await writer.waitForExit()
+            #expect(writer.status == 0, "\(writer.output)")
+            #expect(d.read("db.txt") == final)
+            let writerEnded = try #require(finished, "the writer did not finish: \(writer.output)")
+            let arrival = try #require(arrived, "the final version did not reach the cloud within 10 s")
+            #expect(polls > 0, "the writer ran too briefly to be watched (\(polls) polls)")
+            let delay = arrival - writerEnded
+            print("LeaseTests: final version in the cloud \(Int(delay * 1000)) ms after the writer's last append (release included; \(polls) polls of the cloud)")
+            // The target is well under a second; the bound leaves room for a loaded CI machine.
+            #expect(delay < 3, "the final version took \(delay) s after release")
+            try await waitForNoLeases(d)
+        }
+    }
+
+    @Test func aKilledHolderLosesItsLeaseAndSyncResumes() async throws {
+        try await withDaemon { d in
+            try d.write("k.txt", "before")
+            try await d.waitForCloud("k.txt", "before")
+            let pidFile = d.root + "/child.pid"
+            let holder = try LeaseProcess(d, ["lock", "k.txt", "--", "sh", "-c", "echo $$ > '\(pidFile)'; exec sleep 60"])
+            try await CtlHarness.eventually("the command to start under the lease", timeout: .seconds(30)) {
+                (try? String(contentsOfFile: pidFile, encoding: .utf8))?.isEmpty == false ? nil : "no pid file"
+            }
+            defer {
+                if let pid = Int32((try? String(contentsOfFile: pidFile, encoding: .utf8))?
+                    .trimmingCharacters(in: .whitespacesAndNewlines) ?? "") { kill(pid, SIGKILL) }
+            }
+            try await waitForLease(d, "k.txt")
+            try d.write("k.txt", "changed under the lease")
+            try await Task.sleep(for: .milliseconds(800))
+            #expect(d.read("k.txt", side: "cloud") == "before", "the daemon synced a leased path")
+
+            kill(holder.pid, SIGKILL)
+            try await holder.waitForExit()
+            #expect(holder.status == 128 + SIGKILL || holder.status == SIGKILL)
+            try await waitForNoLeases(d)
+            try await CtlHarness.eventually("k.txt to sync after the holder died", timeout: .seconds(30)) {
+                let text = d.read("k.txt", side: "cloud")
+                return text == "changed under the lease" ? nil : "cloud has \(text ?? "nothing")"
+            }
+        }
+    }
+
+    @Test func exclusiveLeasesOnOnePathTakeTurns() async throws {
+        try await withDaemon { d in
+            try d.write("x.txt", "x")
+            let log = d.root + "/turns.log"
+            // Each holder keeps its lease until the test lets it go (a stop file), however slow
+            // the machine is.
+            func holder(_ name: String) throws -> LeaseProcess {
+                try LeaseProcess(d, ["lock", "x.txt", "--", "sh", "-c",
+                                     "echo \(name)-start >> '\(log)'; while [ ! -e '\(d.root)/stop-\(name)' ]; do sleep 0.02; done; echo \(name)-end >> '\(log)'"])
+            }
+            let first = try holder("A")
+            try await waitForLease(d, "x.txt")
+            let second = try holder("B")
+            try await waitForLease(d, "x.txt", state: "waiting")
+            FileManager.default.createFile(atPath: d.root + "/stop-B", contents: nil)
+            FileManager.default.createFile(atPath: d.root + "/stop-A", contents: nil)
+            try await first.waitForExit()
+            try await second.waitForExit()
+            #expect(first.status == 0 && second.status == 0, "\(first.output)\n\(second.output)")
+            let turns = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            #expect(turns == "A-start\nA-end\nB-start\nB-end\n", "\(turns)")
+            try await waitForNoLeases(d)
+        }
+    }
+
+    @Test func aSharedFolderLeaseAndAnExclusiveFileLeaseInsideExcludeEachOther() async throws {
+        try await withDaemon { d in
+            try d.write("F/f.txt", "f")
+            // Shared on the folder held: exclusive on a file inside is busy.
+            let reader = try LeaseProcess(d, ["lock", "--shared", "F", "--", "sh", "-c",
+                                              "while [ ! -e '\(d.root)/stop-reader' ]; do sleep 0.02; done"])
+            try await waitForLease(d, "F")
+            let busy = try await d.ctl(["lock", "--wait", "0.3", "F/f.txt", "--", "true"])
+            #expect(busy.status == 1, "\(busy)")
+            #expect(busy.stderr.contains("F/f.txt is busy"), "\(busy)")
+            #expect(try await d.ctl(["lock", "--shared", "--wait", "0", "F/f.txt", "--", "true"]).status == 0,
+                    "shared leases go together")
+            FileManager.default.createFile(atPath: d.root + "/stop-reader", contents: nil)
+            try await reader.waitForExit()
+            #expect(reader.status == 0)
+            let json = try await d.ctl(["--json", "lock", "--wait", "0", "F/f.txt", "--", "true"])
+            #expect(json.status == 0, "free again: \(json)")
+
+            // Exclusive on the file held: shared on the folder is busy.
+            let writer = try LeaseProcess(d, ["lock", "F/f.txt", "--", "sh", "-c",
+                                              "while [ ! -e '\(d.root)/stop-writer' ]; do sleep 0.02; done"])
+            try await waitForLease(d, "F/f.txt")
+            let busyJSON = try await d.ctl(["--json", "lock", "--shared", "--wait", "0.3", "F", "--", "true"])
+            #expect(busyJSON.status == 1, "\(busyJSON)")
+            #expect((try? busyJSON.json()["error"] as? [String: Any])?["name"] as? String == "busy", "\(busyJSON)")
+            FileManager.default.createFile(atPath: d.root + "/stop-writer", contents: nil)
+            try await writer.waitForExit()
+            #expect(try await d.ctl(["lock", "--shared", "--wait", "0", "F", "--", "true"]).status == 0)
+            try await waitForNoLeases(d)
+        }
+    }
+
+    @Test func lockPassesOnTheExitStatusAndReleases() async throws {
+        try await withDaemon { d in
+            try d.write("s.txt", "s")
+            let failed = try await d.ctl(["lock", "s.txt", "--", "false"])
+            #expect(failed.status == 1, "\(failed)")
+            #expect(failed.stderr.isEmpty, "\(failed)")
+            try await waitForNoLeases(d)
+            let succeeded = try await d.ctl(["lock", "s.txt", "--", "true"])
+            #expect(succeeded.status == 0, "\(succeeded)")
+            let output = try await d.ctl(["lock", "s.txt", "--", "sh", "-c", "echo out; echo err >&2; exit 7"])
+            #expect(output.status == 7 && output.stdout == "out\n" && output.stderr == "err\n", "\(output)")
+            let signalled = try await d.ctl(["lock", "s.txt", "--", "sh", "-c", "kill -KILL $$"])
+            #expect(signalled.status == 128 + SIGKILL, "\(signalled)")
+            let missing = try await d.ctl(["lock", "s.txt", "--", "no-such-program-xyz"])
+            #expect(missing.status == 127, "\(missing)")
+            #expect(missing.stderr.contains("no-such-program-xyz: command not found"), "\(missing)")
+            let usage = try await d.ctl(["lock", "s.txt", "true"])
+            #expect(usage.status == 2, "\(usage)")
+            try await waitForNoLeases(d)
+        }
+    }
+}
+
+/// `nimbusctl lock …` running in the background, its output in one file.
+final class LeaseProcess: @unchecked Sendable {
+    private let process = Process()
+    private let outPath: String
+
+    init(_ daemon: CtlDaemon, _ arguments: [String]) throws {
+        outPath = daemon.root + "/lease-\(UUID().uuidString).out"
+        FileManager.default.createFile(atPath: outPath, contents: nil)
+        process.executableURL = URL(fileURLWithPath: CtlHarness.nimbusctl)
+        process.arguments = ["--socket", daemon.socket] + arguments
+        process.environment = daemon.environment
+        process.currentDirectoryURL = URL(fileURLWithPath: daemon.root)
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle(forWritingAtPath: outPath)
+        process.standardError = FileHandle(forWritingAtPath: outPath)
+        try process.run()
+    }
+
+    var pid: Int32 { process.processIdentifier }
+    var isRunning: Bool { process.isRunning }
+    var status: Int32 { process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus }
+    var output: String { (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "" }
+
+    func waitForExit(timeout: Duration = .seconds(10)) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning {
+            if ContinuousClock.now > deadline {
+                kill(pid, SIGKILL)
+                throw CtlFailure(description: "nimbusctl \(process.arguments ?? []) still runs after \(timeout)")
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+}
+
+/// The NimbusClient library's coordinated access against the real daemon.
+@Suite(.timeLimit(.minutes(2)))
+struct CoordinatedAccessTests {
+    @Test func coordinatedWriteReplacesWholeAndReadSeesIt() async throws {
+        try await CtlDaemon.with { daemon in
+            let connection = try await NimbusConnection.connect(to: .socket(daemon.socket))
+            try await connection.coordinatedWrite("report.txt") { url in
+                // Written in pieces; the cloud must only ever see the whole file.
+                for piece in 0..<20 {
+                    let handle = try FileHandle(forWritingTo: url)
+                    try handle.seekToEnd()
+                    try handle.write(contentsOf: Data("piece \(piece)\n".utf8))
+                    try handle.close()
+                }
+            }
+            let expected = (0..<20).map { "piece \($0)\n" }.joined()
+            try await CtlHarness.eventually("report.txt in the cloud", timeout: .seconds(10)) {
+                let cloud = try? String(contentsOfFile: daemon.cloud + "/report.txt", encoding: .utf8)
+                return cloud == expected ? nil : "cloud has \(cloud?.count ?? -1) bytes"
+            }
+            let read = try await connection.coordinatedRead("report.txt") { url in try String(contentsOf: url, encoding: .utf8) }
+            #expect(read == expected)
+            let leftovers = try FileManager.default.contentsOfDirectory(atPath: daemon.local).filter { $0.hasPrefix(".nimbus-tmp-") }
+            #expect(leftovers.isEmpty)
+            try await CtlHarness.eventually("report.txt in sync", timeout: .seconds(10)) {
+                let states = try await connection.status(of: ["report.txt"])
+                return states["report.txt"]?.state == "downloaded" ? nil : "state \(String(describing: states["report.txt"]?.state))"
+            }
+            connection.close()
+        }
+    }
+}
