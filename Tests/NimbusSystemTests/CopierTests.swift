@@ -153,6 +153,8 @@ struct Pair {
         try Pair.with { pair in
             let size = 2 * ContentTransfer.chunkSize + 5
             try pair.scratch.write("src/big", randomBytes(size, seed: 2))
+            // Quiet for an hour, so only the edit made during the copy can stop it.
+            try pair.source.setAttributes(path("big"), mode: nil, mtime: try pair.source.metadata(of: path("big"))!.mtime - 3_600_000_000_000)
             let expected = try #require(try pair.source.metadata(of: path("big")))
             var calls = 0
             #expect(throws: CopyError.sourceChanged(try path("big"))) {
@@ -173,6 +175,27 @@ struct Pair {
             }
             #expect(calls > 1)  // The copy went on after the edit: it happened mid-copy.
             #expect(try pair.temporaryFiles().isEmpty)
+        }
+    }
+
+    /// A file written moments ago and still open for writing is mid-rewrite: not copied yet.
+    /// Once quiet it is copied even while a process keeps it open (a log).
+    @Test func aFileStillBeingWrittenWaitsUntilQuiet() throws {
+        try Pair.with { pair in
+            try pair.scratch.write("src/log", Array("line\n".utf8))
+            let writer = try FileDescriptor.open("src/log", [.writeOnly, .append], relativeTo: pair.scratch.directory)
+            try writer.closeAfter {
+                try writer.writeAll(Array("more\n".utf8))
+                let fresh = try #require(try pair.source.metadata(of: path("log")))
+                #expect(throws: CopyError.sourceChanged(try path("log"))) {
+                    _ = try pair.destination.prepareCopy(of: path("log"), from: pair.source, expected: fresh, durable: false) { _ in }
+                }
+                try pair.source.setAttributes(path("log"), mode: nil, mtime: fresh.mtime - 3_600_000_000_000)
+                let quiet = try #require(try pair.source.metadata(of: path("log")))
+                let copy = try pair.destination.prepareCopy(of: path("log"), from: pair.source, expected: quiet, durable: false) { _ in }
+                #expect(copy.bytesCopied == 10)
+                pair.destination.discard(copy)
+            }
         }
     }
 
