@@ -67,8 +67,9 @@ extension SyncEngine {
         case .rename(let from, let to, let side, let expected):
             try expect(from, on: side, expected)
             try system(side).rename(from, to: to, replacing: false)
+            // The base moves with the entry; a rename changes neither side's metadata, so
+            // reading them again would only risk absorbing a change made meanwhile.
             rekey(from: from, to: to)
-            refresh(to)
         case .preserveConflict(let path, let copyName, let side, let expected):
             try expect(path, on: side, expected)
             try system(side).rename(path, to: copyName, replacing: false)

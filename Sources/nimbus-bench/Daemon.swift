@@ -82,7 +82,7 @@ final class Daemon {
         while notifications.readyAt == nil {
             if Monotonic.now >= deadline { throw BenchError("nimbusd sent no READY=1 within \(format(timeout)) s; log: \(logTail())") }
             if !notifications.waitReady(milliseconds: 200) && !process.isRunning && notifications.readyAt == nil {
-                throw BenchError("nimbusd exited (status \(process.terminationStatus)) before READY=1; log: \(logTail())")
+                throw BenchError("nimbusd \(exitDescription) before READY=1 (after \(format(Monotonic.seconds(since: startedAt))) s); log: \(logSummary())")
             }
         }
         return Double(notifications.readyAt! - startedAt) / 1e9
@@ -173,6 +173,28 @@ final class Daemon {
             last = now
         }
         return Monotonic.seconds(since: start)
+    }
+
+    /// "exited with status N" or "was killed by signal N (SIGSEGV)".
+    var exitDescription: String {
+        guard !process.isRunning else { return "is running" }
+        if process.terminationReason == .uncaughtSignal {
+            let names: [Int32: String] = [SIGSEGV: "SIGSEGV", SIGBUS: "SIGBUS", SIGABRT: "SIGABRT", SIGILL: "SIGILL",
+                                          SIGKILL: "SIGKILL", SIGTERM: "SIGTERM", SIGTRAP: "SIGTRAP"]
+            let signal = process.terminationStatus
+            return "was killed by signal \(signal)\(names[signal].map { " (\($0))" } ?? "")"
+        }
+        return "exited with status \(process.terminationStatus)"
+    }
+
+    /// The crash report of the Swift runtime when there is one (its first lines), else the tail.
+    func logSummary() -> String {
+        guard let text = try? String(contentsOfFile: logPath, encoding: .utf8) else { return "(no log)" }
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        if let crash = lines.firstIndex(where: { $0.contains("*** ") && $0.contains("crashed") || $0.contains("Fatal error") }) {
+            return lines[crash...].prefix(12).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.joined(separator: " / ")
+        }
+        return logTail()
     }
 
     func logTail(lines: Int = 15) -> String {

@@ -51,28 +51,45 @@ final class SyncFigures {
     }
 
     func run(into report: inout Report) {
+        // The largest tree the daemon synced so far: the live figures fall back to it when
+        // the daemon cannot sync the largest one.
+        var lastGood: Int?
         for files in options.syncSizes {
             let initialName = "sync.initial.\(files)"
             let live = liveFigures(for: files).filter(options.wants)
             guard options.wants(initialName) || !live.isEmpty else { continue }
             var session: Session?
+            var failure: String?
             if options.wants(initialName) {
                 let (figure, kept) = initial(files: files, keepSession: !live.isEmpty)
                 report.figures.append(figure)
                 progress(figure.failure.map { "\(initialName) failed: \($0)" } ?? "\(initialName): \(format(figure.value ?? 0)) s")
                 session = kept
+                if let reason = figure.failure { failure = reason } else { lastGood = files }
             }
             guard !live.isEmpty else { continue }
-            if session == nil {
+            if session == nil && failure == nil {
                 do {
                     session = try startSession(source: try workspace.sourceTree(files: files), files: files)
+                    lastGood = files
                 } catch {
-                    for name in live { report.figures.append(.failed(name, unit: "", "could not start nimbusd on \(files) files: \(error)")) }
-                    continue
+                    failure = "\(error)"
                 }
             }
-            LiveFigures(options: options, workspace: workspace, session: session!).run(live, into: &report)
-            end(session!)
+            var fallback: String?
+            if session == nil, let good = lastGood, good != files, let reason = failure {
+                fallback = "measured on \(good) files, since nimbusd could not sync \(files) files (\(reason.prefix(300)))"
+                progress("falling back to \(good) files for \(live.joined(separator: ", "))")
+                session = try? startSession(source: try workspace.sourceTree(files: good), files: good)
+            }
+            guard let session else {
+                for name in live {
+                    report.figures.append(.failed(name, unit: "", "nimbusd could not sync \(files) files: \(failure ?? "?")"))
+                }
+                continue
+            }
+            LiveFigures(options: options, workspace: workspace, session: session, fallback: fallback).run(live, into: &report)
+            end(session)
         }
     }
 
@@ -89,7 +106,10 @@ final class SyncFigures {
             var seconds: [String: [Double]] = [:]
             var ratios: [String: [Double]] = [:]
             let tools = ["nimbusd", "cp -a"] + (rsync == nil ? [] : ["rsync -a"])
-            for round in 0..<runs {
+            // A daemon that crashes or hangs is not run again: the figure fails with why, and
+            // the commands of that round are still reported.
+            var daemonFailure: String?
+            for round in 0..<runs where daemonFailure == nil {
                 var order = rotated(tools, by: round)
                 let isLast = round == runs - 1
                 // The daemon of the last round stays up for the live figures: run it last.
@@ -99,7 +119,13 @@ final class SyncFigures {
                     Shell.sync()
                     switch tool {
                     case "nimbusd":
-                        let session = try startSession(source: source, files: files)
+                        let session: Session
+                        do {
+                            session = try startSession(source: source, files: files)
+                        } catch {
+                            daemonFailure = "\(error)"
+                            continue
+                        }
                         times[tool] = session.readySeconds
                         seconds["nimbusd && sync", default: []].append(session.readySeconds + Shell.sync())
                         if let missing = try TreeMaker.missing(expected, in: session.cloud) {
@@ -118,8 +144,17 @@ final class SyncFigures {
                     }
                 }
                 for (tool, time) in times { seconds[tool, default: []].append(time) }
-                for tool in tools.dropFirst() { ratios[tool, default: []].append(times["nimbusd"]! / times[tool]!) }
-                progress("\(name) round \(round + 1)/\(runs): " + order.map { "\($0) \(format(times[$0]!)) s" }.joined(separator: ", "))
+                if let ours = times["nimbusd"] {
+                    for tool in tools.dropFirst() { ratios[tool, default: []].append(ours / times[tool]!) }
+                }
+                progress("\(name) round \(round + 1)/\(runs): " + order.map { "\($0) \(times[$0].map(format) ?? "failed") s" }.joined(separator: ", "))
+            }
+            if let daemonFailure {
+                var figure = Figure.failed(name, unit: "s", daemonFailure)
+                figure.compare = ["cp -a", "rsync -a", "cp -a && sync", "rsync -a && sync"].map { ($0, seconds[$0].flatMap(Stats.median)) }
+                figure.runs = seconds["nimbusd"] ?? []
+                figure.note = "\(files) files of 4 KiB in \(files / 100) folders; nimbusd failed, so it was not run again"
+                return (figure, kept)
             }
             let ours = Stats.median(seconds["nimbusd"]!)!
             let cpTime = Stats.median(seconds["cp -a"]!)!
@@ -157,7 +192,7 @@ final class SyncFigures {
         let state = workspace.fresh("state")
         let daemon = try Daemon(local: source, cloud: cloud, stateDirectory: state, logPath: workspace.fresh("nimbusd") + ".log")
         do {
-            let seconds = try daemon.waitReady(timeout: 120 + Double(files) / 50)
+            let seconds = try daemon.waitReady(timeout: min(600, 120 + Double(files) / 100))
             return Session(daemon: daemon, files: files, readySeconds: seconds)
         } catch {
             daemon.stop()

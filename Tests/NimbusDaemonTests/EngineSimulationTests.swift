@@ -193,6 +193,16 @@ struct SimulationRun {
     }
 }
 
+/// The first seed of a randomized run: 1 by default, a number from `NIMBUS_SEED_BASE`, or
+/// the clock with `NIMBUS_SEED_BASE=random`.
+func seedBase(_ environment: [String: String]) -> UInt64 {
+    switch environment["NIMBUS_SEED_BASE"] {
+    case "random": UInt64(Date().timeIntervalSince1970 * 1000)
+    case let value?: UInt64(value) ?? 1
+    case nil: 1
+    }
+}
+
 /// Contents the simulated user overwrote during a pass.
 final class ReplacedContents: Sendable {
     let set = Mutex<Set<String>>([])
@@ -211,7 +221,8 @@ struct ModelFailure: Error, CustomStringConvertible {
         if let replay = environment["NIMBUS_SEED"].flatMap(UInt64.init) {
             seeds = [replay]
         } else {
-            let first = UInt64(Date().timeIntervalSince1970 * 1000) &* 7
+            // A fixed base keeps CI reproducible; NIMBUS_SEED_BASE=random (or a number) explores.
+            let first = seedBase(environment)
             let runs = environment["NIMBUS_SIMULATION_RUNS"].flatMap(Int.init) ?? 500
             seeds = (0..<UInt64(runs)).map { first &+ $0 }
             print("engine simulation: seeds \(seeds.first!)…\(seeds.last!) (replay one with NIMBUS_SEED=N)")
