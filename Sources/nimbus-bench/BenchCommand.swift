@@ -105,7 +105,7 @@ struct BenchOptions: Sendable {
         return [1_000, 10_000, 100_000].filter { $0 < files } + [files]
     }
 
-    func initialRuns(files: Int) -> Int { runs ?? (quick ? 3 : (files >= 100_000 ? 3 : 5)) }
+    func initialRuns(files: Int) -> Int { runs ?? (quick ? 3 : (files >= 10_000 ? 3 : 5)) }
 
     /// The tree the 30 s idle figure (#3) uses: 10 000 files when that size is run, else the largest.
     var idleTreeSize: Int { syncSizes.contains(10_000) ? 10_000 : syncSizes.last! }

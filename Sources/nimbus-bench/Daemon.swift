@@ -192,7 +192,10 @@ final class Daemon {
         guard let text = try? String(contentsOfFile: logPath, encoding: .utf8) else { return "(no log)" }
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         if let crash = lines.firstIndex(where: { $0.contains("*** ") && $0.contains("crashed") || $0.contains("Fatal error") }) {
-            return lines[crash...].prefix(12).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }.joined(separator: " / ")
+            // The crash line, the crashed thread, and its first frames, spaces squeezed.
+            return lines[crash...].prefix(10).filter { !$0.hasPrefix("Platform") }
+                .map { $0.split(whereSeparator: { $0 == " " || $0 == "\t" }).joined(separator: " ") }
+                .filter { !$0.isEmpty }.prefix(6).joined(separator: " / ")
         }
         return logTail()
     }
