@@ -15,8 +15,8 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
     let rootNames: (local: String, cloud: String)
     let settingsBox: Mutex<EngineSettings>
     let state: Mutex<EngineState>
-    let eventHandler = Mutex<(@Sendable (EngineEvent) -> Void)?>(nil)
-    let heartbeatHandler = Mutex<(@Sendable () -> Void)?>(nil)
+    let eventHandler = Mutex<Callback<EngineEvent>?>(nil)
+    let heartbeatHandler = Mutex<Callback<Void>?>(nil)
     /// The per-path lock table shared with applications' leases (`acquire`/`release`): the
     /// engine takes an exclusive lock for each action and leaves a leased path alone.
     public let locks = PathLocks()
@@ -57,17 +57,28 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
 
     public var status: EngineStatus { state.withLock { $0.status } }
 
+    /// A closure boxed in a struct: reading a bare closure out of a `Mutex` re-wraps it in
+    /// reabstraction thunks on every read, so a handler read once per event grew into a
+    /// chain that made sync quadratic and overflowed the stack at ~100 000 events.
+    struct Callback<Argument>: Sendable {
+        let call: @Sendable (Argument) -> Void
+    }
+
     /// Receives state changes, conflicts and errors (for `watch`). Called on the engine
     /// thread: it must not block.
-    public func onEvent(_ handler: (@Sendable (EngineEvent) -> Void)?) { eventHandler.withLock { $0 = handler } }
+    public func onEvent(_ handler: (@Sendable (EngineEvent) -> Void)?) {
+        eventHandler.withLock { $0 = handler.map(Callback.init) }
+    }
 
-    func emit(_ event: EngineEvent) { eventHandler.withLock { $0 }?(event) }
+    func emit(_ event: EngineEvent) { eventHandler.withLock { $0 }?.call(event) }
 
     /// Called between actions and during copies: proof that the engine is making progress
     /// (systemd's watchdog is fed from here).
-    public func onHeartbeat(_ handler: (@Sendable () -> Void)?) { heartbeatHandler.withLock { $0 = handler } }
+    public func onHeartbeat(_ handler: (@Sendable () -> Void)?) {
+        heartbeatHandler.withLock { $0 = handler.map { call in Callback { _ in call() } } }
+    }
 
-    func heartbeat() { heartbeatHandler.withLock { $0 }?() }
+    func heartbeat() { heartbeatHandler.withLock { $0 }?.call(()) }
 
     func system(_ side: Side) -> FS { side == .local ? local : cloud }
 

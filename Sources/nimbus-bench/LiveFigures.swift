@@ -14,11 +14,23 @@ struct LiveFigures {
     /// and memory figures first (the tree as synced), latency, restart, then the bursts.
     func run(_ names: [String], into report: inout Report) {
         var memoryIndex: Int?
+        var restarted: String?
         for name in ["idle.cpu", "memory.rss", "idle.cpu.100k", "sync.latency.up", "sync.latency.down",
                      "restart.unchanged", "burst.10k", "upload.1g"] where names.contains(name) {
-            guard session.daemon.isRunning else {
-                report.figures.append(.failed(name, unit: "", "nimbusd is no longer running; log: \(session.daemon.logTail())"))
-                continue
+            if !session.daemon.isRunning {
+                // It crashed during the previous figure: start it again on the same folders
+                // and state (as systemd would), so the remaining figures are still measured.
+                let reason = "nimbusd \(session.daemon.exitDescription) during an earlier figure (\(session.daemon.logSummary().prefix(200)))"
+                do {
+                    let daemon = try Daemon(local: session.local, cloud: session.cloud, stateDirectory: session.stateDirectory,
+                                            logPath: workspace.fresh("nimbusd-restarted") + ".log")
+                    session.daemon = daemon
+                    try daemon.waitReady(timeout: 300)
+                    restarted = (restarted.map { $0 + "; " } ?? "") + reason + "; it was restarted before \(name)"
+                } catch {
+                    report.figures.append(.failed(name, unit: "", reason + "; restarting it failed: \(error)"))
+                    continue
+                }
             }
             progress("measuring \(name) with nimbusd on \(session.files) files")
             var figure: Figure
@@ -36,6 +48,7 @@ struct LiveFigures {
             case "burst.10k": figure = TransferFigures(options: options, workspace: workspace, session: session).burst()
             default: figure = TransferFigures(options: options, workspace: workspace, session: session).upload()
             }
+            if let restarted { figure.note = restarted + (figure.note.isEmpty ? "" : "; " + figure.note) }
             if let fallback { figure.note = fallback + (figure.note.isEmpty ? "" : "; " + figure.note) }
             if name == "memory.rss" { memoryIndex = report.figures.count }
             report.figures.append(figure)
@@ -121,6 +134,7 @@ struct LiveFigures {
             let localBefore = try TreeMaker.inodes(in: session.local)
             let sizes = try TreeMaker.files(in: session.cloud)
             var seconds: [Double] = [], changedFiles: [Double] = [], changedBytes: [Double] = [], written: [Double] = []
+            var residentAfter: [Double] = []
             for round in 0..<runs {
                 Shell.sync()
                 let daemon = try Daemon(local: session.local, cloud: session.cloud, stateDirectory: session.stateDirectory,
@@ -128,6 +142,7 @@ struct LiveFigures {
                 session.daemon = daemon
                 seconds.append(try daemon.waitReady(timeout: 300))
                 written.append(Double(daemon.io()?.writeBytes ?? 0))
+                if let memory = daemon.memory() { residentAfter.append(Double(memory.rss) / 1024) }
                 let cloudAfter = try TreeMaker.inodes(in: session.cloud)
                 let localAfter = try TreeMaker.inodes(in: session.local)
                 let changed = Set(cloudBefore.keys.filter { cloudAfter[$0] != cloudBefore[$0] }
@@ -144,6 +159,7 @@ struct LiveFigures {
             figure.runs = seconds
             figure.extra = [("files", Double(cloudBefore.count)), ("bytes_copied", copied), ("files_replaced", changedFiles.max()!),
                             ("daemon_write_bytes", Stats.median(written)!), ("stop_s", stopSeconds)]
+            if let rss = Stats.median(residentAfter) { figure.extra.append(("rss_mib_at_ready", rss)) }
             figure.note = "spawn to READY=1 (first scan of both sides done) on \(cloudBefore.count) unchanged files; "
                 + "bytes copied = size of files whose inode changed on either side; daemon_write_bytes = /proc/PID/io write_bytes at READY"
             return figure

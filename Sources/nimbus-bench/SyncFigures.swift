@@ -78,7 +78,8 @@ final class SyncFigures {
             }
             var fallback: String?
             if session == nil, let good = lastGood, good != files, let reason = failure {
-                fallback = "measured on \(good) files, since nimbusd could not sync \(files) files (\(reason.prefix(300)))"
+                let why = options.wants(initialName) ? "see \(initialName)" : String(reason.prefix(200))
+                fallback = "measured on \(good) files: nimbusd could not sync \(files) files (\(why))"
                 progress("falling back to \(good) files for \(live.joined(separator: ", "))")
                 session = try? startSession(source: try workspace.sourceTree(files: good), files: good)
             }

@@ -21,7 +21,7 @@ struct TransferFigures {
         do {
             let floor = try durableWriteFloor()
             session.daemon.waitUntilIdle(quiet: 1, timeout: 120)
-            let watch = try ArrivalWatch(root: destination)
+            let watch = try ArrivalWatch(root: destination, daemon: session.daemon)
             defer { watch.close() }
             var content = Content(seed: up ? 11 : 22)
             var samples: [Double] = []
@@ -91,10 +91,11 @@ struct TransferFigures {
         let count = options.burstFiles
         let runs = options.runs(full: 3, quick: 1)
         guard let cp = Shell.which("cp") else { return .failed(name, unit: "s", "cp is not installed") }
+        var ours: [Double] = [], creating: [Double] = [], cpTimes: [Double] = [], cpSync: [Double] = [], ratios: [Double] = []
         do {
             let cpSource = workspace.fresh("burst-src")
             try TreeMaker.make(at: cpSource, files: count)
-            var ours: [Double] = [], creating: [Double] = [], cpTimes: [Double] = [], cpSync: [Double] = [], ratios: [Double] = []
+            defer { Shell.remove(cpSource) }
             for round in 0..<runs {
                 var pair: (ours: Double, cp: Double) = (0, 0)
                 for tool in rotated(["nimbusd", "cp -a"], by: round) {
@@ -111,7 +112,7 @@ struct TransferFigures {
                     Shell.sync()
                     let folder = "burst-\(round)"
                     let expected = Set(try TreeMaker.relativePaths(files: count, under: folder + "/").map { try RelativePath(validating: $0) })
-                    let watch = try ArrivalWatch(root: session.cloud)
+                    let watch = try ArrivalWatch(root: session.cloud, daemon: session.daemon)
                     defer { watch.close() }
                     let local = session.local
                     let writer = Background {
@@ -131,7 +132,6 @@ struct TransferFigures {
                 ratios.append(pair.ours / pair.cp)
                 progress("burst round \(round + 1)/\(runs): nimbusd \(format(pair.ours)) s, cp -a \(format(pair.cp)) s")
             }
-            Shell.remove(cpSource)
             let median = Stats.median(ours)!
             var figure = Figure(name: name, value: median, unit: "s")
             figure.compare = [("cp -a", Stats.median(cpTimes)), ("cp -a && sync", Stats.median(cpSync))]
@@ -143,7 +143,11 @@ struct TransferFigures {
                 + "first write to the last file complete in the cloud (writing_s: the bench's own writing); cp -a of the same files to a fresh folder"
             return figure
         } catch {
-            return .failed(name, unit: "s", "\(error)")
+            // The rounds that completed are kept: they show how the time grew before the failure.
+            var figure = Figure.failed(name, unit: "s", "in round \(ours.count + 1): \(error)")
+            figure.compare = [("cp -a", Stats.median(cpTimes)), ("cp -a && sync", Stats.median(cpSync))]
+            figure.runs = ours
+            return figure
         }
     }
 
@@ -158,27 +162,30 @@ struct TransferFigures {
         let mebibytes = Double(bytes) / Double(1 << 20)
         guard let cp = Shell.which("cp") else { return .failed(name, unit: "MiB/s", "cp is not installed") }
         do {
-            let cpSource = workspace.fresh("upload-src") + ".bin"
-            try writeBigFile(cpSource, bytes: bytes, sync: true)
             var ours: [Double] = [], sinceFirstWrite: [Double] = [], cpTimes: [Double] = [], cpSync: [Double] = []
             var ratios: [Double] = [], syncRatios: [Double] = []
             for round in 0..<runs {
                 var pair: (ours: Double, cp: Double, cpSync: Double) = (0, 0, 0)
                 for tool in rotated(["nimbusd", "cp"], by: round) {
                     if tool == "cp" {
+                        // The same conditions as the daemon's: a file just written (its pages
+                        // still dirty), copied as soon as it is closed.
                         Shell.sync()
+                        let source = workspace.fresh("upload-src") + ".bin"
                         let destination = workspace.fresh("upload-cp") + ".bin"
-                        pair.cp = try Shell.check(cp, [cpSource, destination]).seconds
+                        try writeBigFile(source, bytes: bytes, sync: false)
+                        pair.cp = try Shell.check(cp, [source, destination]).seconds
                         pair.cpSync = pair.cp + Shell.sync()
                         cpTimes.append(pair.cp)
                         cpSync.append(pair.cpSync)
                         try? FileManager.default.removeItem(atPath: destination)
+                        try? FileManager.default.removeItem(atPath: source)
                         continue
                     }
                     session.daemon.waitUntilIdle(quiet: 1, timeout: 180)
                     Shell.sync()
                     let path = try RelativePath(validating: "upload-\(round).bin")
-                    let watch = try ArrivalWatch(root: session.cloud)
+                    let watch = try ArrivalWatch(root: session.cloud, daemon: session.daemon)
                     defer { watch.close() }
                     let started = Monotonic.now
                     let closed = try writeBigFile(session.local + "/" + path.description, bytes: bytes, sync: false)
@@ -193,7 +200,6 @@ struct TransferFigures {
                 syncRatios.append(pair.cpSync / pair.ours)
                 progress("upload round \(round + 1)/\(runs): nimbusd \(format(pair.ours)) s, cp \(format(pair.cp)) s, cp && sync \(format(pair.cpSync)) s")
             }
-            try? FileManager.default.removeItem(atPath: cpSource)
             let median = Stats.median(ours)!
             var figure = Figure(name: name, value: mebibytes / median, unit: "MiB/s")
             figure.compare = [("cp", mebibytes / Stats.median(cpTimes)!), ("cp && sync", mebibytes / Stats.median(cpSync)!)]
@@ -205,7 +211,7 @@ struct TransferFigures {
                             ("cp_seconds", Stats.median(cpTimes)!), ("cp_sync_seconds", Stats.median(cpSync)!),
                             ("ratio_to_cp_sync", Stats.median(syncRatios)!)]
             figure.note = "1 GiB written into the local folder while nimbusd runs: close() to complete in the cloud; "
-                + "cp copies an equal file already on disk (its writeback not included; 'cp && sync' includes it)"
+                + "cp copies an equal file just written outside the synced folders, from its close (its own writeback not included; 'cp && sync' includes it)"
             return figure
         } catch {
             return .failed(name, unit: "MiB/s", "\(error)")
@@ -220,9 +226,12 @@ final class ArrivalWatch {
     let root: String
     private let system: DiskFileSystem
     private let watcher: TreeWatcher
+    /// The daemon that should bring the files: when it dies, waiting is pointless.
+    private let daemon: Daemon
 
-    init(root: String) throws {
+    init(root: String, daemon: Daemon) throws {
         self.root = root
+        self.daemon = daemon
         system = DiskFileSystem(root: SystemPath(root))
         watcher = try TreeWatcher(root: SystemPath(root),
                                   options: TreeWatcher.Options(exclude: { $0.bytes == Array(".nimbus".utf8) }))
@@ -231,14 +240,13 @@ final class ArrivalWatch {
     func close() { watcher.close() }
 
     /// Waits until `path` is a file of `size` bytes; returns the monotonic time it was seen
-    /// so, or nil after `timeout` seconds.
+    /// so, or nil after `timeout` seconds. Throws when the daemon exits meanwhile.
     func waitFor(_ path: RelativePath, size: Int64, timeout: Double) throws -> Int64? {
         let deadline = Monotonic.now + Int64(timeout * 1e9)
         if isComplete(path, size) { return Monotonic.now }
         while true {
-            let remaining = deadline - Monotonic.now
-            if remaining <= 0 { return nil }
-            let events = try watcher.next(timeout: .nanoseconds(remaining))
+            let events = try nextEvents(until: deadline, poll: nil)
+            guard let events else { return nil }
             let seen = Monotonic.now
             if events.contains(where: { $0.path == path || $0.kind == .overflow }) && isComplete(path, size) { return seen }
         }
@@ -252,9 +260,7 @@ final class ArrivalWatch {
         var seen = Set<RelativePath>()
         var polling = false
         while true {
-            let remaining = deadline - Monotonic.now
-            if remaining <= 0 { return nil }
-            let events = try watcher.next(timeout: .nanoseconds(polling ? min(remaining, 100_000_000) : remaining))
+            guard let events = try nextEvents(until: deadline, poll: polling ? 100_000_000 : nil) else { return nil }
             let now = Monotonic.now
             for event in events {
                 if event.kind == .overflow { polling = true }
@@ -263,6 +269,21 @@ final class ArrivalWatch {
             if seen.count == expected.count || polling {
                 if try TreeMaker.missing(expected.map(\.description), in: root, under: folder) == nil { return now }
                 polling = true  // Reported but not complete: check by scanning from now on.
+            }
+        }
+    }
+
+    /// The next batch of events (empty after `poll` ns when given); nil once `deadline` has
+    /// passed. Looks at the daemon every second and throws when it has exited.
+    private func nextEvents(until deadline: Int64, poll: Int64?) throws -> [WatchEvent]? {
+        while true {
+            let remaining = deadline - Monotonic.now
+            if remaining <= 0 { return nil }
+            let wait = min(remaining, poll ?? 1_000_000_000, 1_000_000_000)
+            let events = try watcher.next(timeout: .nanoseconds(wait))
+            if !events.isEmpty || poll != nil { return events }
+            if !daemon.isRunning {
+                throw BenchError("nimbusd \(daemon.exitDescription) while the bench waited for its copies; log: \(daemon.logSummary())")
             }
         }
     }
