@@ -25,14 +25,22 @@ public enum Action: Hashable, Sendable {
     case forget(RelativePath)
     /// Both sides made the same rename: move the base of `from` (and below) to `to`.
     case rebase(from: RelativePath, to: RelativePath)
+    /// Write (or rewrite) the local placeholder of the cloud file `source` at `path`
+    /// (DESIGN §5), replacing the placeholder file `replacing` (nil: there is none).
+    case writePlaceholder(RelativePath, source: FileMetadata, replacing: FileMetadata?)
+    /// Delete the local placeholder of `path`, which must still be `expected`.
+    case removePlaceholder(RelativePath, expected: FileMetadata)
+    /// Propagate a cloud rename to the placeholder of `from`.
+    case renamePlaceholder(from: RelativePath, to: RelativePath, expected: FileMetadata)
 
     /// The path whose base this action settles.
     public var path: RelativePath {
         switch self {
-        case .rename(_, let to, _, _), .rebase(_, let to): to
+        case .rename(_, let to, _, _), .rebase(_, let to), .renamePlaceholder(_, let to, _): to
         case .preserveConflict(let p, _, _, _), .remove(let p, _, _), .removeDirectory(let p, _, _),
              .makeDirectory(let p, _, _), .copy(let p, _, _, _), .makeSymlink(let p, _, _, _),
-             .setMode(let p, _, _, _), .record(let p, _, _, _), .forget(let p): p
+             .setMode(let p, _, _, _), .record(let p, _, _, _), .forget(let p),
+             .writePlaceholder(let p, _, _), .removePlaceholder(let p, _): p
         }
     }
 
@@ -42,13 +50,14 @@ public enum Action: Hashable, Sendable {
         case .rename(_, _, let s, _), .preserveConflict(_, _, let s, _), .remove(_, let s, _),
              .removeDirectory(_, let s, _), .makeDirectory(_, let s, _), .copy(_, let s, _, _),
              .makeSymlink(_, let s, _, _), .setMode(_, let s, _, _): s
+        case .writePlaceholder, .removePlaceholder, .renamePlaceholder: .local
         case .record, .forget, .rebase: nil
         }
     }
 
     public var isDeletion: Bool {
         switch self {
-        case .remove, .removeDirectory: true
+        case .remove, .removeDirectory, .removePlaceholder: true
         default: false
         }
     }

@@ -231,6 +231,18 @@ extension ControlHandler {
                 return RPCError(.invalidParams, "invalid parameters", reason: error.message, suggestion: "see 'nimbusctl help'")
             case .failed:
                 return RPCError(.failed, "the operation failed", reason: error.message, suggestion: "see the daemon's log for details and try again")
+            case .busy:
+                return RPCError(.busy, "the path is busy", reason: error.message, suggestion: "see 'nimbusctl locks' and try again later")
+            case .notInSync:
+                return RPCError(.notInSync, "not in sync", reason: error.message, suggestion: "wait until 'nimbusctl info' says it is in sync")
+            case .pinned:
+                return RPCError(.pinned, "the file is pinned", reason: error.message, suggestion: "run 'nimbusctl unpin' first")
+            case .inUse:
+                return RPCError(.inUse, "the file is open in a program", reason: error.message,
+                                suggestion: "close it (see 'fuser -v' or 'lsof' for which program) and try again")
+            case .noSpace:
+                return RPCError(.noSpace, "not enough free space", reason: error.message,
+                                suggestion: "free some space or evict files with 'nimbusctl evict'")
             }
         }
         if let error = error as? SystemError, error.errno == .noSuchFile, let path {

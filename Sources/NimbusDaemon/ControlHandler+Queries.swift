@@ -10,7 +10,8 @@ extension ControlHandler {
         case .status: answer(request, status(clients: server.clientCount))
         case .list: try list(request)
         case .stat: try stat(request)
-        case .download, .evict, .pin, .unpin: try placeholderMethod(request)
+        case .download: try download(request)
+        case .evict, .pin, .unpin: try residency(request)
         case .conflicts: try conflicts(request)
         case .resolve: try resolve(request)
         case .versions: try versions(request)
@@ -153,14 +154,6 @@ extension ControlHandler {
         case .pinned: "pinned"
         case .evicted: "evicted"
         }
-    }
-
-    func placeholderMethod(_ request: ControlRequest) throws {
-        let params = try requiredParams(PathParams.self, request)
-        _ = try resolvePath(params.path, params.pathBytes, field: "path")
-        throw RPCError(.notSupported, "\(request.method.rawValue) is not supported yet",
-                       reason: "placeholders arrive with on-demand mode (issue #5)",
-                       suggestion: "in mirror mode every file is already downloaded")
     }
 
     // MARK: - Conflicts, versions, locks

@@ -48,6 +48,10 @@ public enum DaemonMain {
         var engine = EngineSettings(deviceName: c.deviceName)
         engine.maxDeletePercent = c.maxDeletePercent
         engine.versionRetention = c.versionRetention
+        engine.onDemand = c.mode == .onDemand
+        engine.minFreeSpace = c.minFreeSpace
+        engine.cacheLimit = c.cacheLimit
+        engine.evictAfter = c.evictAfter
         engine.utcOffsetSeconds = TimeZone.current.secondsFromGMT()
         var options = RuntimeOptions(localRoot: c.localRoot, cloudRoot: c.cloudRoot, stateDirectory: c.stateDirectory, engine: engine)
         options.createMissingRoots = c.usesEmbeddedDefaults
@@ -55,6 +59,8 @@ public enum DaemonMain {
         options.pollInterval = c.pollInterval
         options.rescanInterval = c.rescanInterval
         options.quietPeriod = c.quietPeriod
+        options.hydrateOnOpen = c.hydrateOnOpen
+        options.openRateLimit = c.openRateLimit
         return options
     }
 

@@ -18,6 +18,13 @@ public struct EngineSettings: Sendable {
     /// A plan with at least this many copies is written as one batch with one flush of each
     /// filesystem instead of an fsync per file.
     public var batchThreshold: Int = 16
+    /// New cloud files appear as placeholders instead of being downloaded (DESIGN §5).
+    public var onDemand = false
+    /// Automatic downloads (opening a placeholder, the cache) leave this many bytes free.
+    public var minFreeSpace: Int64 = 1 << 30
+    /// Bytes of downloaded, unpinned files to keep, and how long an unopened file stays.
+    public var cacheLimit: Int64?
+    public var evictAfter: Int64?
 
     public init(deviceName: String) { self.deviceName = deviceName }
 }

@@ -16,6 +16,9 @@ public struct RuntimeOptions: Sendable {
     public var pollInterval: Int64 = 30_000_000_000
     public var rescanInterval: Int64 = 3_600_000_000_000
     public var quietPeriod: Int64 = 2_000_000_000
+    /// Opening a placeholder downloads it, at most `openRateLimit` a minute (DESIGN §5).
+    public var hydrateOnOpen = true
+    public var openRateLimit = 30
     public var engine: EngineSettings
 
     public init(localRoot: String, cloudRoot: String, stateDirectory: String, engine: EngineSettings) {
@@ -41,6 +44,10 @@ public final class PairRuntime: @unchecked Sendable {
     var paused = false
     /// Set before the watchers are woken at shutdown, so their threads do not wait again.
     let stopping = Atomic<Bool>(false)
+    /// Who waits for each download requested and not finished yet.
+    let downloads = Mutex<[RelativePath: [DownloadCompletion]]>([:])
+    var openLimiter: RateLimiter
+    var nextCacheCheck: Int64 = 0
 
     enum Message: Sendable {
         case events(Side, [WatchEvent])
@@ -65,6 +72,7 @@ public final class PairRuntime: @unchecked Sendable {
         self.options = options
         self.log = log
         self.notifier = notifier
+        openLimiter = RateLimiter(limit: options.openRateLimit)
         for root in [options.localRoot, options.cloudRoot] where options.createMissingRoots {
             try makeDirectories(SystemPath(root))
         }
@@ -133,6 +141,10 @@ public final class PairRuntime: @unchecked Sendable {
             options.pollInterval = newOptions.pollInterval
             options.rescanInterval = newOptions.rescanInterval
             options.quietPeriod = newOptions.quietPeriod
+            options.hydrateOnOpen = newOptions.hydrateOnOpen
+            options.openRateLimit = newOptions.openRateLimit
+            openLimiter.limit = newOptions.openRateLimit
+            nextCacheCheck = 0
             batcher.batcher.quietPeriod = newOptions.quietPeriod
             loadIgnoreRules()
             batcher.batcher.add(.rescanAll, now: clock.monotonicNow)
@@ -171,6 +183,7 @@ public final class PairRuntime: @unchecked Sendable {
     public func run(onReady: () -> Void = {}) {
         startWatchers()
         engine.start()
+        checkCacheBudget(now: clock.monotonicNow)
         onReady()
         loop()
         stopping.store(true, ordering: .sequentiallyConsistent)
@@ -202,7 +215,9 @@ public final class PairRuntime: @unchecked Sendable {
 
     func loop() {
         while true {
+            let usesCache = engine.settings.cacheLimit != nil || engine.settings.evictAfter != nil
             let deadlines = [paused ? nil : batcher.batcher.nextDeadline, engine.nextRetry, batcher.nextRescan, batcher.nextPoll,
+                             usesCache && !paused ? nextCacheCheck : nil,
                              isHalted ? clock.monotonicNow + 2_000_000_000 : nil, nextWatchdog]
             for message in inbox.wait(until: deadlines.compactMap { $0 }.min(), clock: clock) {
                 switch message {
@@ -221,6 +236,7 @@ public final class PairRuntime: @unchecked Sendable {
                 nextWatchdog = now + interval
             }
             for path in engine.dueRetries() { batcher.batcher.add(.settled(path), now: now) }
+            if !paused && !isHalted { checkCacheBudget(now: now) }
             if now >= batcher.nextRescan || isHalted {
                 batcher.batcher.add(.rescanAll, now: now)
                 batcher.nextRescan = now + options.rescanInterval
@@ -270,7 +286,9 @@ public final class PairRuntime: @unchecked Sendable {
     @discardableResult
     func startWatcher(_ side: Side) -> Bool {
         let root = side == .local ? options.localRoot : options.cloudRoot
-        let options = TreeWatcher.Options(exclude: { path in side == .cloud && path == RootMarkers.cloudDirectory })
+        // Opens in the local folder: placeholders to download, last use for the cache budget.
+        let options = TreeWatcher.Options(reportsOpens: side == .local,
+                                          exclude: { path in side == .cloud && path == RootMarkers.cloudDirectory })
         let watcher: TreeWatcher
         do {
             watcher = try TreeWatcher(root: SystemPath(root), options: options)
@@ -317,7 +335,7 @@ public final class PairRuntime: @unchecked Sendable {
             case .deleted, .movedFrom:
                 batcher.batcher.add(.deleted(event.path), now: now)
             case .opened:
-                continue
+                if side == .local { opened(event.path) }
             case .overflow:
                 log.warning("the \(side) folder changed faster than inotify could report (queue overflow): rescanning it")
                 batcher.batcher.add(.rescanAll, now: now)

@@ -20,18 +20,24 @@ public struct PathRecord: Hashable, Sendable {
     public var lastOpened: Int64 = 0
     /// The conflict copy made for this path, until the user resolves it.
     public var conflictCopy: RelativePath?
+    /// The local side is the placeholder `NAME.nimbus`; `base.local` is the placeholder
+    /// file's metadata and `base.cloud` the file it stands for.
+    public var isPlaceholder = false
 
-    public init(base: BaseEntry, residency: Residency = .auto, lastOpened: Int64 = 0, conflictCopy: RelativePath? = nil) {
+    public init(base: BaseEntry, residency: Residency = .auto, lastOpened: Int64 = 0, conflictCopy: RelativePath? = nil,
+                isPlaceholder: Bool = false) {
         self.base = base
         self.residency = residency
         self.lastOpened = lastOpened
         self.conflictCopy = conflictCopy
+        self.isPlaceholder = isPlaceholder
     }
 }
 
-/// The journal's value format for a `PathRecord`. Versioned so later releases can read it.
+/// The journal's value format for a `PathRecord`. Versioned so later releases can read it;
+/// version 2 added the placeholder flag.
 enum PathRecordCodec {
-    static let version: UInt8 = 1
+    static let version: UInt8 = 2
 
     static func encode(_ record: PathRecord) -> [UInt8] {
         var w = ByteWriter(reservingCapacity: 96)
@@ -52,12 +58,14 @@ enum PathRecordCodec {
         } else {
             w.writeUInt8(0)
         }
+        w.writeUInt8(record.isPlaceholder ? 1 : 0)
         return w.bytes
     }
 
     static func decode(_ bytes: [UInt8]) throws -> PathRecord {
         var r = ByteReader(bytes)
-        guard try r.readUInt8() == version else { throw CorruptRecord() }
+        let recordVersion = try r.readUInt8()
+        guard recordVersion == 1 || recordVersion == version else { throw CorruptRecord() }
         let local = try readMetadata(&r)
         let cloud = try readMetadata(&r)
         let hashFlag = try r.readUInt8()
@@ -65,8 +73,9 @@ enum PathRecordCodec {
         guard let residency = Residency(rawValue: try r.readUInt8()) else { throw CorruptRecord() }
         let lastOpened = try r.readInt64()
         let copy = try r.readUInt8() == 1 ? try RelativePath(validating: try r.readLengthPrefixed()) : nil
+        let isPlaceholder = recordVersion >= 2 ? try r.readUInt8() == 1 : false
         return PathRecord(base: BaseEntry(local: local, cloud: cloud, hash: hash, isAmbiguous: hashFlag == 2), residency: residency,
-                          lastOpened: lastOpened, conflictCopy: copy)
+                          lastOpened: lastOpened, conflictCopy: copy, isPlaceholder: isPlaceholder)
     }
 
     static func write(_ m: FileMetadata, to w: inout ByteWriter) {

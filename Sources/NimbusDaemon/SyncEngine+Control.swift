@@ -18,9 +18,15 @@ extension SyncEngine {
         guard meta.kind == .directory else { return entry(directory).map { [$0] } ?? [] }
         let scan = try local.scan(directory) { recursive && !self.isExcluded($0) }
         let found = scan.entries.filter { (recursive || $0.path.parent == directory) && !isExcluded($0.path) }
-        let known = state.withLock { s in found.map { (s.index[$0.path], s.transient[$0.path]) } }
-        return zip(found, known).compactMap { item, known in
-            Self.describe(item.path, current: item.metadata, record: known.0, transient: known.1)
+        return state.withLock { s in
+            found.compactMap { item -> EntryInfo? in
+                // A placeholder is listed as the file it stands for.
+                if let target = Placeholder.target(of: item.path), let record = s.index[target], record.isPlaceholder,
+                   s.index[item.path] == nil {
+                    return Self.describe(target, current: nil, record: record, transient: s.transient[target])
+                }
+                return Self.describe(item.path, current: item.metadata, record: s.index[item.path], transient: s.transient[item.path])
+            }
         }.sorted { $0.path < $1.path }
     }
 }

@@ -27,11 +27,18 @@ extension SyncEngine {
         var prepared: PreparedCopy
         var replacing: FileMetadata?
         var source: FileMetadata
+        /// Where a placeholder goes (`NAME.nimbus`); nil for a copy of `source` itself.
+        var placeholder: RelativePath?
     }
 
     /// Executes a plan in order. Returns the paths to look at again at once.
     func execute(_ plan: Plan) -> Set<RelativePath> {
-        let copies = plan.actions.count { if case .copy = $0 { true } else { false } }
+        let copies = plan.actions.count {
+            switch $0 {
+            case .copy, .writePlaceholder: true
+            default: false
+            }
+        }
         var batch: [PendingInstall]? = copies >= settings.batchThreshold ? [] : nil
         var again = Set<RelativePath>()
         for action in plan.actions {
@@ -111,6 +118,12 @@ extension SyncEngine {
             setRecord(path, nil)
         case .rebase(let from, let to):
             rekey(from: from, to: to)
+        case .writePlaceholder(let path, let source, let replacing):
+            try writePlaceholder(path, source: source, replacing: replacing, batch: &batch)
+        case .removePlaceholder(let path, let expected):
+            try removePlaceholder(path, expected: expected)
+        case .renamePlaceholder(let from, let to, let expected):
+            try renamePlaceholder(from: from, to: to, expected: expected)
         }
     }
 
@@ -134,6 +147,7 @@ extension SyncEngine {
     }
 
     func install(_ pending: PendingInstall, durable: Bool) throws {
+        if let file = pending.placeholder { return try installPlaceholder(pending, at: file, durable: durable) }
         let fs = system(pending.side)
         let displaced = pending.side == .cloud && pending.replacing != nil
             ? VersionStore(device: settings.deviceName).location(for: pending.path, at: clock.wallNow) : nil
@@ -143,6 +157,7 @@ extension SyncEngine {
             // A fresh mtime may hide a same-size rewrite in the same tick: keep the hash of
             // exactly what was copied (the temporary file, which nobody else touches).
             if isFresh(pending.source) { hash = try fs.contentHash(of: pending.prepared.temporary) }
+            if pending.side == .local { markState(.downloaded, of: pending.prepared.temporary) }
             installed = try fs.install(pending.prepared, at: pending.path, replacing: pending.replacing,
                                        displacedTo: displaced, durable: durable)
         } catch {
@@ -151,7 +166,11 @@ extension SyncEngine {
         }
         let base = pending.side == .cloud ? BaseEntry(local: pending.source, cloud: installed, hash: hash, isAmbiguous: true)
                                           : BaseEntry(local: installed, cloud: pending.source, hash: hash, isAmbiguous: true)
-        updateRecord(pending.path, creating: base) { $0.base = base }
+        updateRecord(pending.path, creating: base) {
+            $0.base = base
+            if pending.side == .local { $0.isPlaceholder = false }
+        }
+        if pending.side == .cloud { markState(.downloaded, of: pending.path) }
         state.withLock {
             $0.status.filesCopied += 1
             $0.status.bytesCopied += pending.prepared.bytesCopied
@@ -176,7 +195,10 @@ extension SyncEngine {
                 try install(pending, durable: false)
                 clearTransient(pending.path)
             } catch {
-                handle(error, for: .copy(pending.path, to: pending.side, source: pending.source, replacing: pending.replacing), again: &again)
+                let action: Action = pending.placeholder == nil
+                    ? .copy(pending.path, to: pending.side, source: pending.source, replacing: pending.replacing)
+                    : .writePlaceholder(pending.path, source: pending.source, replacing: pending.replacing)
+                handle(error, for: action, again: &again)
             }
         }
         for side in Set(batch.map(\.side)) {

@@ -31,7 +31,7 @@ public enum ConflictChoice: String, Sendable, CaseIterable {
 }
 
 public struct EngineRequestError: Error, Hashable, Sendable, CustomStringConvertible {
-    public enum Kind: String, Sendable { case notFound, notInConflict, invalidArgument, failed }
+    public enum Kind: String, Sendable { case notFound, notInConflict, invalidArgument, failed, busy, notInSync, pinned, inUse, noSpace }
     public var kind: Kind
     public var message: String
     public var description: String { message }
@@ -48,6 +48,11 @@ extension SyncEngine {
     /// conflict, then in sync unless it changed here since (waiting to upload: `local`).
     static func describe(_ path: RelativePath, current: FileMetadata?, record: PathRecord?,
                          transient: FileState?) -> EntryInfo? {
+        if let record, record.isPlaceholder, current == nil {
+            let cloud = record.base.cloud
+            return EntryInfo(path: path, kind: .file, size: cloud.size, mtime: cloud.mtime, state: transient ?? .notDownloaded,
+                             conflictCopy: nil, residency: record.residency)
+        }
         guard let meta = current ?? record?.base.local else { return nil }
         var fileState: FileState = .local
         if let transient {

@@ -17,6 +17,8 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
     let state: Mutex<EngineState>
     let eventHandler = Mutex<Callback<EngineEvent>?>(nil)
     let heartbeatHandler = Mutex<Callback<Void>?>(nil)
+    /// Cleared when the local filesystem turns out to keep no user xattrs.
+    let attributesSupported = Atomic<Bool>(true)
     /// The per-path lock table shared with applications' leases (`acquire`/`release`): the
     /// engine takes an exclusive lock for each action and leaves a leased path alone.
     public let locks = PathLocks()
@@ -115,7 +117,7 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
         guard rootsAreReady() else { return }
         setPhase(.syncing)
         defer { setPhase(.idle) }
-        var scope = scopeRoots(paths)
+        var scope = scopeRoots(paths.map(withPlaceholderNames))
         // A pass normally settles in one round; a second one follows only when something
         // changed under our feet (an expectation failed) or a conflict moved a file.
         for _ in 0..<4 where !scope.isEmpty {
@@ -126,7 +128,8 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
                 views = gather(scope)
             }
             var plan = makePlan(views)
-            plan = guardDeletes(plan)
+            plan = adapt(guardDeletes(plan), views)
+            removeLeftovers(views)
             guard !plan.actions.isEmpty else { break }
             let again = execute(plan)
             commit()
@@ -190,6 +193,13 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
         var base: [RelativePath: BaseEntry] = [:]
         var local: [RelativePath: FileMetadata] = [:]
         var cloud: [RelativePath: FileMetadata] = [:]
+        /// Paths whose local side is a placeholder (`local` holds their base instead), with
+        /// the placeholder file's metadata.
+        var placeholders: [RelativePath: FileMetadata] = [:]
+        /// Untracked placeholder files, by the path they stand for.
+        var strays: [RelativePath: FileMetadata] = [:]
+        /// Placeholder files beside the real file they stood for.
+        var leftovers: [RelativePath: FileMetadata] = [:]
     }
 
     /// The base and both sides' current entries for everything below the scope roots,
@@ -255,6 +265,7 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
             views.local = views.local.filter { !path.contains($0.key) }
             views.cloud = views.cloud.filter { !path.contains($0.key) }
         }
+        foldPlaceholders(&views)
         return views
     }
 
@@ -283,7 +294,8 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
         // A path may need hashes for two reasons in turn (verifying an ambiguous base, then
         // comparing both sides), so allow a few rounds.
         for _ in 0..<3 where !plan.needsHashes.isEmpty {
-            for request in plan.needsHashes {
+            // A placeholder has no content of its own; it always equals its base.
+            for request in plan.needsHashes where !(request.side == .local && views.placeholders[request.path] != nil) {
                 do {
                     let hash = try system(request.side).contentHash(of: request.path)
                     if request.side == .local { hashes.local[request.path] = hash } else { hashes.cloud[request.path] = hash }

@@ -63,6 +63,12 @@ public enum ErrorName: String, Sendable, CaseIterable, Codable {
     /// The connecting user is neither the daemon's user nor root (sent once, then the
     /// connection is closed).
     case permissionDenied = "permission_denied"
+    /// `evict` of a pinned file.
+    case pinned
+    /// `evict` of a file some process has open.
+    case inUse = "in_use"
+    /// A download that would leave too little free space.
+    case noSpace = "no_space"
 
     public var code: Int {
         switch self {
@@ -80,6 +86,9 @@ public enum ErrorName: String, Sendable, CaseIterable, Codable {
         case .failed: -32007
         case .daemonHalted: -32008
         case .permissionDenied: -32009
+        case .pinned: -32010
+        case .inUse: -32011
+        case .noSpace: -32012
         }
     }
 }

@@ -168,6 +168,18 @@ public struct PathParams: Codable, Sendable, Equatable {
     }
 }
 
+/// Parameters of `download`: `PathParams` plus `wait` (default true: answer once the file
+/// is there; false: answer at once, the download goes on).
+public struct DownloadParams: Codable, Sendable, Equatable {
+    public var path: String?
+    public var pathBytes: String?
+    public var wait: Bool?
+    public init(_ path: WirePath, wait: Bool? = nil) {
+        (self.path, self.pathBytes) = path.fields
+        self.wait = wait
+    }
+}
+
 public struct ListParams: Codable, Sendable, Equatable {
     /// The folder to list (or a single file); default the root.
     public var path: String?

@@ -87,6 +87,13 @@ extension FaultyFileSystem {
         try perform(.extendedAttribute, [path]) { try base.extendedAttribute(name, of: path) }
     }
 
+    public func prepareFile(near path: RelativePath, contents: [UInt8], mode: UInt32, mtime: Int64,
+                            attributes: [(String, [UInt8])], durable: Bool) throws -> PreparedCopy {
+        try perform(.writeFile, [path]) {
+            try base.prepareFile(near: path, contents: contents, mode: mode, mtime: mtime, attributes: attributes, durable: durable)
+        }
+    }
+
     public func setExtendedAttribute(_ name: String, of path: RelativePath, to value: [UInt8]) throws {
         try perform(.setExtendedAttribute, [path]) { try base.setExtendedAttribute(name, of: path, to: value) }
     }

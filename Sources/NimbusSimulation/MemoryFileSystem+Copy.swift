@@ -39,6 +39,24 @@ extension MemoryFileSystem {
         }
     }
 
+    public func prepareFile(near path: RelativePath, contents: [UInt8], mode: UInt32, mtime: Int64,
+                            attributes: [(String, [UInt8])], durable: Bool) throws -> PreparedCopy {
+        try tree.withLock { tree in
+            let temporary = try tree.createTemporaryFile(for: path, in: temporaryDirectory)
+            do {
+                let number = try tree.existing(temporary, "write")
+                try tree.appendContent(of: number, contents, "write", temporary)
+                for (name, value) in attributes { try tree.setExtendedAttribute(name, of: temporary, to: value) }
+                try tree.setAttributes(temporary, mode: mode, mtime: mtime)
+                let metadata = tree.metadata(number)
+                return PreparedCopy(temporary: temporary, source: metadata, bytesCopied: Int64(contents.count))
+            } catch {
+                _ = try? tree.removeFile(temporary)
+                throw error
+            }
+        }
+    }
+
     /// A failed install removes the prepared copy, as DiskFileSystem's does: the caller
     /// prepares a new one against a new plan.
     public func install(_ copy: PreparedCopy, at destination: RelativePath, replacing: FileMetadata?,

@@ -156,7 +156,7 @@ extension DiskFileSystem {
 
     /// Where temporary files for `path` go: the configured directory (created when missing),
     /// else `path`'s directory when it exists here, else the root.
-    private func temporaryDirectory(near path: RelativePath, in root: FileDescriptor) throws -> RelativePath {
+    func temporaryDirectory(near path: RelativePath, in root: FileDescriptor) throws -> RelativePath {
         if let temporaryDirectory {
             try attributing("mkdir", temporaryDirectory.shown) { try root.makeDirectories(temporaryDirectory) }
             return temporaryDirectory

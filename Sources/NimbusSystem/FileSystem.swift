@@ -57,6 +57,12 @@ public protocol FileSystem: Sendable {
     /// Removes a prepared copy that will not be installed.
     func discard(_ copy: PreparedCopy)
 
+    /// Like `prepareCopy`, for a small file made here (a placeholder): writes `contents` to a
+    /// temporary file near `path` with `mode`, `mtime` and the given `user.` xattrs, ready
+    /// for `install`, so the file appears complete with its attributes or not at all.
+    func prepareFile(near path: RelativePath, contents: [UInt8], mode: UInt32, mtime: Int64,
+                     attributes: [(String, [UInt8])], durable: Bool) throws -> PreparedCopy
+
     /// Flushes everything written to this filesystem (syncfs(2)); closes a batch.
     func synchronize() throws
 

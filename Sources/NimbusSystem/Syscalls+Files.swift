@@ -83,6 +83,11 @@ extension Sys {
         }
     }
 
+    /// Sets attribute `name` of an open file. The corresponding C function is `fsetxattr`.
+    static func fsetxattr(_ fd: Int32, _ name: String, _ value: UnsafeRawBufferPointer) throws {
+        _ = try retrying { CNimbus.fsetxattr(fd, name, value.baseAddress, value.count, 0) }
+    }
+
     /// Removes attribute `name` of `path`; a final symlink is not followed.
     /// The corresponding C function is `lremovexattr`.
     static func lremovexattr(_ path: SystemPath, _ name: String) throws {

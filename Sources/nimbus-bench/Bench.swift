@@ -35,6 +35,7 @@ enum Bench {
         JournalFigures(options: options, workspace: workspace).run(into: &report)
         ScanCopyFigures(options: options, workspace: workspace).run(into: &report)
         SyncFigures(options: options, workspace: workspace).run(into: &report)
+        PlaceholderFigures(options: options, workspace: workspace).run(into: &report)
 
         if options.keep {
             progress("kept \(workspace.root)")

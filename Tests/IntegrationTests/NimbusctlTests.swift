@@ -77,22 +77,28 @@ struct NimbusctlTests {
         }
     }
 
-    @Test(arguments: ["download", "evict", "pin", "unpin", "open"])
-    func placeholderCommandsAreNotSupportedYet(_ command: String) async throws {
+    @Test func evictPinAndDownloadInMirrorMode() async throws {
         try await withDaemon { d in
             try d.write("a.txt", "hello")
             try await d.waitForCloud("a.txt", "hello")
-            let human = try await d.ctl([command, "a.txt"])
-            #expect(human.status == 1, "\(human)")
-            #expect(human.stderr.contains("is not supported yet"), "\(human)")
-            #expect(human.stderr.contains("reason: placeholders arrive"))
-            #expect(human.stderr.contains("suggestion: "))
-            let json = try await d.ctl(["--json", command, "a.txt"])
-            #expect(json.status == 1, "\(json)")
+            #expect(try await d.ctl(["pin", "a.txt"]).status == 0)
+            let refused = try await d.ctl(["evict", "a.txt"])
+            #expect(refused.status == 1, "\(refused)")
+            #expect(refused.stderr.contains("pinned") && refused.stderr.contains("suggestion: "), "\(refused)")
+            let json = try await d.ctl(["--json", "evict", "a.txt"])
             let error = try json.json()["error"] as? [String: Any]
-            #expect(error?["name"] as? String == "not_supported", "\(json)")
-            #expect(error?["code"] as? Int == -32005)
+            #expect(error?["name"] as? String == "pinned", "\(json)")
             #expect(error?["exitCode"] as? Int == 1)
+            #expect(try await d.ctl(["unpin", "a.txt"]).status == 0)
+            let evicted = try await d.ctl(["--json", "evict", "a.txt"])
+            #expect(try evicted.json()["state"] as? String == "notDownloaded", "\(evicted)")
+            #expect(try evicted.json()["residency"] as? String == "evicted")
+            #expect(!FileManager.default.fileExists(atPath: d.local + "/a.txt"))
+            #expect(FileManager.default.fileExists(atPath: d.local + "/a.txt.nimbus"))
+            let downloaded = try await d.ctl(["download", "a.txt.nimbus"])
+            #expect(downloaded.status == 0, "\(downloaded)")
+            #expect(try String(contentsOfFile: d.local + "/a.txt", encoding: .utf8) == "hello")
+            #expect(!FileManager.default.fileExists(atPath: d.local + "/a.txt.nimbus"))
         }
     }
 

@@ -28,6 +28,9 @@ extension Action {
         case .record(let f, _, _, _): "record \(f)"
         case .forget(let f): "forget \(f)"
         case .rebase(let f, let t): "rebase \(f)→\(t)"
+        case .writePlaceholder(let p, _, _): "placeholder \(p)"
+        case .removePlaceholder(let p, _): "remove placeholder \(p)"
+        case .renamePlaceholder(let f, let t, _): "rename placeholder \(f)→\(t)"
         }
     }
 }

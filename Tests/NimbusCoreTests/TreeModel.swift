@@ -126,6 +126,8 @@ struct PlanApplier {
             for (path, entry) in base {
                 if let moved = path.rebased(from: from, to: to) { base[path] = nil; base[moved] = entry }
             }
+        case .writePlaceholder, .removePlaceholder, .renamePlaceholder:
+            throw ModelError(description: "reconcile never plans placeholder actions: \(action)")
         }
     }
 

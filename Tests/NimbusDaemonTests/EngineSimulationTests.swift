@@ -22,24 +22,30 @@ struct SimulationRun {
     var engine: SyncEngine<FaultyFileSystem<MemoryFileSystem>>
     var counter = 0
     let userReplaced = ReplacedContents()
+    /// On-demand mode: new cloud files become placeholders, and the user evicts and
+    /// downloads at random.
+    let onDemand: Bool
 
     static let names = ["a", "b", "c.txt", "d"]
     static let errors: [Errno] = [.ioError, .noSpace, .permissionDenied]
 
-    init(seed: UInt64) {
+    init(seed: UInt64, onDemand: Bool = false) {
         self.seed = seed
+        self.onDemand = onDemand
         random = SeededRandom(seed: seed)
         localDisk = MemoryFileSystem(time: clock.timeSource, device: 1)
         cloudDisk = MemoryFileSystem(time: clock.timeSource, temporaryDirectory: RootMarkers.temporary, device: 2)
         local = FaultyFileSystem(localDisk)
         cloud = FaultyFileSystem(cloudDisk)
-        engine = Self.makeEngine(local, cloud, store, clock)
+        engine = Self.makeEngine(local, cloud, store, clock, onDemand: onDemand)
     }
 
     static func makeEngine(_ local: FaultyFileSystem<MemoryFileSystem>, _ cloud: FaultyFileSystem<MemoryFileSystem>,
-                           _ store: MemoryRecordStore, _ clock: ManualClock) -> SyncEngine<FaultyFileSystem<MemoryFileSystem>> {
+                           _ store: MemoryRecordStore, _ clock: ManualClock, onDemand: Bool) -> SyncEngine<FaultyFileSystem<MemoryFileSystem>> {
         var settings = EngineSettings(deviceName: "sim")
         settings.batchThreshold = 4
+        settings.onDemand = onDemand
+        settings.minFreeSpace = 0
         return SyncEngine(local: local, cloud: cloud, store: store, records: store.committed, clock: clock,
                           settings: settings, log: ProcessInfo.processInfo.environment["NIMBUS_SEED"] != nil ? Logger(threshold: .debug, journald: false) : .silent, rootNames: ("local", "cloud"))
     }
@@ -72,7 +78,11 @@ struct SimulationRun {
             case 3: if let p = existingPath(in: disk), try disk.metadata(of: p)?.kind == .file { try disk.append(p, freshContent()) }
             case 4: try disk.makeDirectories(path)
             case 5: if let p = existingPath(in: disk) { try disk.removeRecursively(p) }
-            case 6: if let p = existingPath(in: disk), !p.contains(path) { try disk.rename(p, to: path, replacing: false) }
+            case 6:
+                // A placeholder is usually renamed as a placeholder (keeping `.nimbus`).
+                guard let p = existingPath(in: disk), !p.contains(path) else { break }
+                let keepsSuffix = Placeholder.target(of: p) != nil && ProcessInfo.processInfo.environment["NIMBUS_HOSTILE_RENAMES"] == nil
+                try disk.rename(p, to: keepsSuffix ? Placeholder.file(for: path)! : path, replacing: false)
             case 7:
                 // Modes that keep folders readable; unreadable folders have their own test.
                 if let p = existingPath(in: disk), let kind = try disk.metadata(of: p)?.kind, kind != .symlink {
@@ -128,7 +138,7 @@ struct SimulationRun {
         store.dropPending()
         local = FaultyFileSystem(localDisk)
         cloud = FaultyFileSystem(cloudDisk)
-        engine = Self.makeEngine(local, cloud, store, clock)
+        engine = Self.makeEngine(local, cloud, store, clock, onDemand: onDemand)
         engine.start()
     }
 
@@ -137,11 +147,12 @@ struct SimulationRun {
         for step in 0..<steps {
             for _ in 0..<Int.random(in: 0...3, using: &random) { edit(localDisk) }
             for _ in 0..<Int.random(in: 0...3, using: &random) { edit(cloudDisk) }
+            if onDemand { try evictOrDownload(step) }
             let faults = Int.random(in: 0..<4, using: &random)
             if faults == 0 {
                 local = FaultyFileSystem(localDisk, random: random, probabilities: [.prepareCopy: 0.2, .install: 0.2, .rename: 0.2, .removeFile: 0.2, .makeDirectory: 0.2], randomErrors: Self.errors)
                 cloud = FaultyFileSystem(cloudDisk, random: random, probabilities: [.prepareCopy: 0.2, .install: 0.2, .rename: 0.2, .removeFile: 0.2, .makeDirectory: 0.2, .synchronize: 0.1], randomErrors: Self.errors)
-                engine = Self.makeEngine(local, cloud, store, clock)
+                engine = Self.makeEngine(local, cloud, store, clock, onDemand: onDemand)
                 _ = random.next()
             }
             if faults == 1 {
@@ -179,7 +190,8 @@ struct SimulationRun {
         cloud.removeAllFaults()
         crashAndRestart()
         for settle in 0..<3 { try pass("settling \(settle)") }
-        let l = localDisk.syncedView(), c = cloudDisk.syncedView()
+        var l = localDisk.syncedView(), c = cloudDisk.syncedView()
+        try matchPlaceholders(&l, &c)
         guard l == c else {
             let differing = Set(l.keys).union(c.keys).filter { l[$0] != c[$0] }.sorted()
             throw ModelFailure("not converged: \(differing.map { "\($0): \(l[$0] ?? "-") vs \(c[$0] ?? "-")" })")
@@ -190,6 +202,33 @@ struct SimulationRun {
         let temporaries = (localDisk.snapshot().keys.map { ("local", $0) } + cloudDisk.snapshot().keys.map { ("cloud", $0) })
             .filter { $0.1.components.contains(where: TemporaryName.isTemporary) }
         guard temporaries.isEmpty else { throw ModelFailure("temporary files left: \(temporaries)") }
+    }
+}
+
+extension SimulationRun {
+    /// A user's evict or download of a random path; refusals (not in sync…) are fine, lost
+    /// content is not.
+    mutating func evictOrDownload(_ step: Int) throws {
+        guard let path = existingPath(in: localDisk) else { return }
+        let target = Placeholder.target(of: path) ?? path
+        let before = preciousContents()
+        if Bool.random(using: &random) { _ = try? engine.evict(target) } else { _ = try? engine.download(target, .explicit) }
+        let lost = Set(before.keys).subtracting(allContents.keys)
+        guard lost.isEmpty else { throw ModelFailure("step \(step): evict/download of \(target) lost \(lost.sorted()); before \(before); after \(allContents); local \(localDisk.snapshot().keys.sorted())") }
+    }
+
+    /// Each local placeholder must stand for a cloud file of its size; both are then left out
+    /// of the comparison of the two sides.
+    func matchPlaceholders(_ local: inout [RelativePath: String], _ cloud: inout [RelativePath: String]) throws {
+        for (path, node) in localDisk.snapshot() {
+            guard let target = Placeholder.target(of: path), case .file(let bytes) = node.content,
+                  let info = Placeholder.parse(bytes) else { continue }
+            guard case .file(let content)? = cloudDisk.snapshot()[target]?.content, Int64(content.count) == info.size else {
+                throw ModelFailure("placeholder \(path) stands for no cloud file of \(info.size) bytes")
+            }
+            local[path] = nil
+            cloud[target] = nil
+        }
     }
 }
 
@@ -229,7 +268,8 @@ struct ModelFailure: Error, CustomStringConvertible {
         }
         var failures: [String] = []
         for seed in seeds {
-            var run = SimulationRun(seed: seed)
+            // Every fourth run in on-demand mode, with evictions and downloads.
+            var run = SimulationRun(seed: seed, onDemand: seed % 4 == 3)
             do { try run.run(steps: 8) } catch {
                 failures.append("seed \(seed): \(error)")
                 if failures.count >= 3 { break }

@@ -33,6 +33,8 @@ extension MemoryFileSystem {
         var result: [String: [RelativePath]] = [:]
         for (path, node) in snapshot() {
             if path.components.contains(where: TemporaryName.isTemporary) || rp(".nimbus/tmp").contains(path) { continue }
+            // A placeholder holds no content of the user's; it is rewritten as the cloud changes.
+            if case .file(let bytes) = node.content, Placeholder.parse(bytes) != nil { continue }
             switch node.content {
             case .file(let bytes): result["f:" + String(decoding: bytes, as: UTF8.self), default: []].append(path)
             case .symlink(let target): result["l:" + String(decoding: target, as: UTF8.self), default: []].append(path)

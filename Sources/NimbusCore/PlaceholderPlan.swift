@@ -1,0 +1,69 @@
+import NimbusSystem
+
+/// Turns reconcile's plan into one that respects placeholders (DESIGN §5). Reconcile sees a
+/// placeholder as the file it stands for, unchanged since its base; this pass then makes
+/// sure that a placeholder is never uploaded as if it were content, that a cloud change to
+/// a file that is only a placeholder rewrites the placeholder instead of downloading it,
+/// and that new cloud files become placeholders where no local copy is wanted.
+///
+/// - `placeholders`: the paths whose local side is a placeholder, with the metadata of the
+///   placeholder file as it is now (the expectation for replacing or removing it).
+/// - `strays`: placeholder files nothing tracks (a journal lost, a copy from elsewhere), by
+///   the path they stand for; a new placeholder there replaces them.
+/// - `keepsLocalCopy`: whether `path` should be downloaded (mirror mode, pinned) rather than
+///   shown as a placeholder.
+public func adaptForPlaceholders(_ plan: Plan, placeholders: [RelativePath: FileMetadata],
+                                 strays: [RelativePath: FileMetadata] = [:],
+                                 keepsLocalCopy: (RelativePath) -> Bool) -> Plan {
+    guard !placeholders.isEmpty || !strays.isEmpty || plan.actions.contains(where: { isNewDownload($0) }) else { return plan }
+    var adapted = plan
+    adapted.actions = []
+    var dropped = Set<RelativePath>()
+    for action in plan.actions {
+        switch action {
+        case .copy(let path, .local, let source, let replacing):
+            if let file = placeholders[path] {
+                if keepsLocalCopy(path) {
+                    // Pinned: download it, then the placeholder goes.
+                    adapted.actions.append(.copy(path, to: .local, source: source, replacing: nil))
+                    adapted.actions.append(.removePlaceholder(path, expected: file))
+                } else {
+                    adapted.actions.append(.writePlaceholder(path, source: source, replacing: file))
+                }
+            } else if replacing == nil && !keepsLocalCopy(path) {
+                adapted.actions.append(.writePlaceholder(path, source: source, replacing: strays[path]))
+            } else {
+                adapted.actions.append(action)
+            }
+        case .setMode(let path, .local, let source, _) where placeholders[path] != nil:
+            adapted.actions.append(.writePlaceholder(path, source: source, replacing: placeholders[path]))
+        case .remove(let path, .local, _) where placeholders[path] != nil:
+            adapted.actions.append(.removePlaceholder(path, expected: placeholders[path]!))
+        case .rename(let from, let to, .local, _) where placeholders[from] != nil:
+            adapted.actions.append(.renamePlaceholder(from: from, to: to, expected: placeholders[from]!))
+        case .makeSymlink(let path, .local, let source, _) where placeholders[path] != nil:
+            adapted.actions.append(.removePlaceholder(path, expected: placeholders[path]!))
+            adapted.actions.append(.makeSymlink(path, on: .local, source: source, replacing: nil))
+        case .preserveConflict(let path, _, .local, _) where placeholders[path] != nil:
+            // A placeholder holds nothing to preserve; the copy that follows rewrites it.
+            dropped.insert(path)
+        case .copy(let path, .cloud, _, _) where placeholders[path] != nil:
+            // A placeholder has no content to upload: its file is gone from the cloud (a
+            // rename here met a deletion there), so the placeholder goes too.
+            adapted.actions.append(.removePlaceholder(path, expected: placeholders[path]!))
+        case .setMode(let path, .cloud, _, _) where placeholders[path] != nil:
+            continue
+        default:
+            adapted.actions.append(action)
+        }
+    }
+    adapted.conflicts.removeAll { dropped.contains($0.path) }
+    return adapted
+}
+
+/// A cloud file that does not exist locally at all: in on-demand mode it may become a
+/// placeholder.
+private func isNewDownload(_ action: Action) -> Bool {
+    if case .copy(_, .local, _, nil) = action { return true }
+    return false
+}

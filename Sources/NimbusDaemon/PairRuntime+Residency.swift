@@ -1,0 +1,61 @@
+import NimbusCore
+import NimbusSystem
+import Synchronization
+
+/// Downloads on demand and the cache budget at run time (DESIGN §5).
+extension PairRuntime {
+    public typealias DownloadCompletion = @Sendable (Result<EntryInfo?, any Error>) -> Void
+
+    /// Downloads `path` on the engine thread. Requests for a path whose download is already
+    /// waiting or running join it: one copy, every requester answered with its result.
+    public func download(_ path: RelativePath, _ request: SyncEngine<DiskFileSystem>.DownloadRequest,
+                         completion: @escaping DownloadCompletion) {
+        let isFirst = downloads.withLock { waiting in
+            waiting[path, default: []].append(completion)
+            return waiting[path]!.count == 1
+        }
+        guard isFirst else { return }
+        perform { [self] in
+            let result: Result<EntryInfo?, any Error>
+            if paused {
+                result = .failure(EngineRequestError(kind: .failed, message: "sync is paused; run 'nimbusctl resume' first"))
+            } else {
+                result = Result { try engine.download(path, request) }
+            }
+            let waiting = downloads.withLock { $0.removeValue(forKey: path) ?? [] }
+            for completion in waiting { completion(result) }
+        }
+    }
+
+    /// A program opened `path` in the local folder: a placeholder is downloaded (within the
+    /// rate limit), a real file's last use is noted for the cache budget.
+    func opened(_ path: RelativePath) {
+        guard let target = Placeholder.target(of: path),
+              engine.state.withLock({ $0.index[target]?.isPlaceholder == true && $0.index[path] == nil }) else {
+            return engine.noteOpened(path)
+        }
+        guard options.hydrateOnOpen, options.openRateLimit > 0, !paused else { return }
+        switch openLimiter.admit(now: clock.monotonicNow) {
+        case .allowed:
+            log.info("\(path) was opened: downloading \(target)")
+            download(target, .automatic) { [log] result in
+                if case .failure(let error) = result { log.warning("cannot download \(target) on open: \(error)") }
+            }
+        case .refused(let first):
+            if first {
+                log.warning("placeholders are being opened faster than open-rate-limit = \(options.openRateLimit) downloads a minute "
+                            + "(a search or an indexer?): further downloads on open are refused until it calms down; "
+                            + "use 'nimbusctl download' for what you need")
+            }
+        }
+    }
+
+    /// Evicts what the cache budget says must go; at start and every `cacheCheckInterval`.
+    func checkCacheBudget(now: Int64) {
+        guard now >= nextCacheCheck else { return }
+        nextCacheCheck = now + Self.cacheCheckInterval
+        engine.enforceCacheBudget()
+    }
+
+    static var cacheCheckInterval: Int64 { 600_000_000_000 }
+}

@@ -1,0 +1,224 @@
+import NimbusCore
+import NimbusSystem
+
+/// Download, evict, pin and unpin (DESIGN §5). All run on the engine thread, between passes.
+extension SyncEngine {
+    /// Who asked for a download: a person may go below `min-free-space`, automatic downloads
+    /// (opening a placeholder) may not. Neither may fill the disk.
+    public enum DownloadRequest: Sendable {
+        case explicit
+        case automatic
+    }
+
+    /// Free space no download may take, whoever asked.
+    static var hardFreeSpaceReserve: Int64 { 16 << 20 }
+
+    /// Downloads the placeholder at `path`, or every placeholder below the folder `path`, and
+    /// returns the entry as it is then.
+    public func download(_ path: RelativePath, _ request: DownloadRequest) throws -> EntryInfo? {
+        let target = try residentPath(path)
+        let placeholders = state.withLock { s in s.index.subtree(target).filter { s.index[$0]!.isPlaceholder } }
+        var failures: [String] = []
+        for file in placeholders {
+            do { try downloadPlaceholder(file, request) } catch {
+                if placeholders.count == 1 { throw error }
+                failures.append("\(error)")
+            }
+        }
+        commit()
+        if !failures.isEmpty {
+            throw EngineRequestError(kind: .failed, message: "\(failures.count) of \(placeholders.count) files could not be downloaded: "
+                                     + failures.prefix(3).joined(separator: "; "))
+        }
+        enforceCacheBudget(keeping: Set(placeholders))
+        return entry(target)
+    }
+
+    func downloadPlaceholder(_ path: RelativePath, _ request: DownloadRequest) throws {
+        guard let handle = locks.tryLock(path, .exclusive) else {
+            throw EngineRequestError(kind: .busy, message: "\(path) is leased by an application; it is downloaded once the lease ends")
+        }
+        defer { locks.unlock(handle) }
+        guard let file = Placeholder.file(for: path), let placeholder = try local.metadata(of: file) else {
+            throw EngineRequestError(kind: .notFound, message: "the placeholder of \(path) is gone from the local folder")
+        }
+        // A cloud change while the file is copied fails the copy: start again from the new version.
+        for attempt in 1... {
+            guard let source = try cloud.metadata(of: path), source.kind == .file else {
+                throw EngineRequestError(kind: .notFound, message: "\(path) is no longer in the cloud folder")
+            }
+            try checkFreeSpace(for: path, size: source.size, request)
+            log.info("downloading \(path) (\(source.size) bytes)")
+            var noBatch: [PendingInstall]? = nil
+            do {
+                try copy(path, to: .local, source: source, replacing: nil, batch: &noBatch)
+                break
+            } catch CopyError.sourceChanged where attempt < 5 {
+                log.info("\(path) changed in the cloud while it was downloaded; downloading the new version")
+            } catch {
+                let message = Self.explain(error, action: .copy(path, to: .local, source: source, replacing: nil))
+                setTransient(path, .error(message))
+                throw EngineRequestError(kind: .failed, message: message)
+            }
+        }
+        clearTransient(path)
+        do { try retirePlaceholder(file, expected: placeholder) } catch { log.info("left the placeholder of \(path): \(error)") }
+        updateRecord(path) { record in
+            if record.residency == .evicted { record.residency = .auto }
+            record.lastOpened = clock.wallNow
+        }
+        emit(.stateChanged(path, .downloaded))
+    }
+
+    /// Refuses a download that would leave less than `min-free-space` (automatic) or the hard
+    /// reserve (a person's request) free on the local disk.
+    func checkFreeSpace(for path: RelativePath, size: Int64, _ request: DownloadRequest) throws {
+        let reserve = request == .explicit ? Self.hardFreeSpaceReserve : max(settings.minFreeSpace, Self.hardFreeSpaceReserve)
+        let available = try local.spaceInfo().available
+        guard available - size < reserve else { return }
+        let message = "not enough space to download \(path): it needs \(Self.bytes(size)), \(Self.bytes(available)) are free, and "
+            + (request == .explicit ? "\(Self.bytes(reserve)) must stay free" : "automatic downloads keep min-free-space = \(Self.bytes(reserve)) free")
+            + ". Free some space or evict files (nimbusctl evict)" + (request == .automatic ? ", or download it with nimbusctl download" : "")
+        setTransient(path, .error(message))
+        emit(.error(path, message))
+        throw EngineRequestError(kind: .noSpace, message: message)
+    }
+
+    /// Replaces the local copy of `path` (or of every file below the folder `path`) by a
+    /// placeholder. Refused for a file that is pinned, not in sync, or open in some process.
+    public func evict(_ path: RelativePath, automatic: Bool = false) throws -> EntryInfo? {
+        let target = try residentPath(path)
+        let files = state.withLock { s in
+            s.index.subtree(target).filter { s.index[$0]!.base.kind == .file && !s.index[$0]!.isPlaceholder }
+        }
+        let open = ProcessSupport.openFiles()
+        var refusals: [EngineRequestError] = []
+        for file in files {
+            do { try evictFile(file, openFiles: open, automatic: automatic) } catch let error as EngineRequestError {
+                if files.count == 1 || target == file { throw error }
+                refusals.append(error)
+            }
+        }
+        commit()
+        if let first = refusals.first {
+            throw EngineRequestError(kind: first.kind, message: "\(refusals.count) of \(files.count) files were not evicted; "
+                                     + refusals.prefix(3).map(\.message).joined(separator: "; "))
+        }
+        return entry(target)
+    }
+
+    func evictFile(_ path: RelativePath, openFiles: Set<FileIdentity>, automatic: Bool) throws {
+        guard let record = state.withLock({ $0.index[path] }), let file = Placeholder.file(for: path) else { return }
+        if record.residency == .pinned || isPinnedByFolder(path) {
+            throw EngineRequestError(kind: .pinned, message: "\(path) is pinned: unpin it first (nimbusctl unpin)")
+        }
+        let here = try local.metadata(of: path)
+        let there = try cloud.metadata(of: path)
+        guard let here, here.isUnchanged(from: record.base.local), let there, there.isUnchanged(from: record.base.cloud),
+              record.conflictCopy == nil, state.withLock({ $0.transient[path] }) == nil else {
+            throw EngineRequestError(kind: .notInSync, message: "\(path) is not in sync (it has changes not yet uploaded or downloaded); "
+                                     + "evict it once sync is done")
+        }
+        guard !openFiles.contains(FileIdentity(device: here.device, inode: here.inode)) else {
+            throw EngineRequestError(kind: .inUse, message: "\(path) is open in a program; close it and evict again")
+        }
+        guard let handle = locks.tryLock(path, .exclusive) else {
+            throw EngineRequestError(kind: .busy, message: "\(path) is leased by an application")
+        }
+        defer { locks.unlock(handle) }
+        // The placeholder first: a crash in between leaves both, and the real file wins.
+        let prepared = try local.prepareFile(near: file, contents: Placeholder.contents(for: path, cloud: there), mode: 0o644,
+                                             mtime: there.mtime, attributes: Placeholder.attributes(cloud: there), durable: true)
+        let placeholder: FileMetadata
+        do { placeholder = try local.install(prepared, at: file, replacing: nil, displacedTo: nil, durable: true) } catch {
+            local.discard(prepared)
+            throw error
+        }
+        do {
+            try removeUnchanged(path, expected: record.base.local)
+        } catch {
+            try? local.removeFile(file)
+            throw error
+        }
+        updateRecord(path) { record in
+            record.base = BaseEntry(local: placeholder, cloud: there)
+            record.isPlaceholder = true
+            // Kept a placeholder until asked for again, also in mirror mode.
+            record.residency = .evicted
+        }
+        log.info("evicted \(path)\(automatic ? " (cache budget)" : ""): \(Self.bytes(here.size)) freed")
+        emit(.stateChanged(path, .notDownloaded))
+    }
+
+    /// Deletes a local file only if it is exactly `expected`: it is first moved aside, so a
+    /// write that slips in between the check and the deletion is noticed and undone.
+    func removeUnchanged(_ path: RelativePath, expected: FileMetadata) throws {
+        let aside = try path.parent.appending(name: TemporaryName.prefix + Array("evict-".utf8) + Array(path.name.prefix(200)))
+        try local.rename(path, to: aside, replacing: false)
+        guard let moved = try local.metadata(of: aside), moved.isUnchanged(from: expected) else {
+            try local.rename(aside, to: path, replacing: false)
+            throw EngineRequestError(kind: .notInSync, message: "\(path) changed while it was evicted; it is kept")
+        }
+        try local.removeFile(aside)
+    }
+
+    /// Marks `path` (a file or a folder) as always kept locally and downloads what is only a
+    /// placeholder below it.
+    public func pin(_ path: RelativePath) throws -> EntryInfo? {
+        let target = try residentPath(path)
+        updateRecord(target) { $0.residency = .pinned }
+        commit()
+        return try download(target, .explicit)
+    }
+
+    /// Lets `path` and everything below it follow the mode and the cache budget again.
+    public func unpin(_ path: RelativePath) throws -> EntryInfo? {
+        let target = try residentPath(path)
+        let pinned = state.withLock { s in s.index.subtree(target).filter { s.index[$0]!.residency == .pinned } }
+        for path in pinned { updateRecord(path) { $0.residency = .auto } }
+        commit()
+        return entry(target)
+    }
+
+    func isPinnedByFolder(_ path: RelativePath) -> Bool {
+        state.withLock { s in
+            var folder = path.parent
+            while !folder.isRoot {
+                if s.index[folder]?.residency == .pinned { return true }
+                folder = folder.parent
+            }
+            return false
+        }
+    }
+
+    /// The synced path a request names: `report.pdf.nimbus` names `report.pdf`.
+    func residentPath(_ path: RelativePath) throws -> RelativePath {
+        let known = state.withLock { s -> RelativePath? in
+            if path.isRoot || s.index[path] != nil { return path }
+            if let target = Placeholder.target(of: path), s.index[target] != nil { return target }
+            return nil
+        }
+        guard let known else {
+            throw EngineRequestError(kind: .notFound, message: "\(path) is not a synced file or folder")
+        }
+        return known
+    }
+
+    /// Notes that a program opened `path` (for the cache budget's "least recently opened").
+    /// Written at most once a second per file, so a busy file costs the journal little.
+    public func noteOpened(_ path: RelativePath) {
+        // Only the cache budget reads it; without one, opens (ours included) cost nothing.
+        guard settings.cacheLimit != nil || settings.evictAfter != nil else { return }
+        let now = clock.wallNow
+        let stale = state.withLock { s in s.index[path].map { now - $0.lastOpened > 1_000_000_000 } ?? false }
+        if stale { updateRecord(path) { $0.lastOpened = now } }
+    }
+
+    static func bytes(_ count: Int64) -> String {
+        let units = ["bytes", "KiB", "MiB", "GiB", "TiB"]
+        var value = Double(count)
+        var unit = 0
+        while value >= 1024 && unit < units.count - 1 { value /= 1024; unit += 1 }
+        return unit == 0 ? "\(count) bytes" : String(Int(value * 10) / 10) + "." + String(Int(value * 10) % 10) + " " + units[unit]
+    }
+}

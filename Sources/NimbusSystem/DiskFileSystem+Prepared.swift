@@ -1,0 +1,28 @@
+import Glibc
+
+extension DiskFileSystem {
+    public func prepareFile(near path: RelativePath, contents: [UInt8], mode: UInt32, mtime: Int64,
+                            attributes: [(String, [UInt8])], durable: Bool) throws -> PreparedCopy {
+        try withRoot { root in
+            let directory = try temporaryDirectory(near: path, in: root)
+            let temporary = try attributing("create", directory.shown) { try TemporaryFile.create(beneath: root, in: directory) }
+            do {
+                let metadata = try attributing("write", temporary.path.shown) { () throws -> FileMetadata in
+                    try temporary.descriptor.writeAll(contents)
+                    for (name, value) in attributes {
+                        try value.withUnsafeBytes { try Sys.fsetxattr(temporary.descriptor.rawValue, name, $0) }
+                    }
+                    try temporary.descriptor.setPermissions(mode)
+                    try temporary.descriptor.setModificationTime(mtime)
+                    if durable { try temporary.descriptor.sync() }
+                    return try temporary.descriptor.metadata()
+                }
+                try attributing("close", temporary.path.shown) { try temporary.descriptor.close() }
+                return PreparedCopy(temporary: temporary.path, source: metadata, bytesCopied: Int64(contents.count))
+            } catch {
+                temporary.abandon(beneath: root)
+                throw error
+            }
+        }
+    }
+}

@@ -1,0 +1,43 @@
+import Glibc
+
+/// A file's identity: what two open descriptors or paths share when they name one file.
+public struct FileIdentity: Hashable, Sendable {
+    public var device: UInt64
+    public var inode: UInt64
+    public init(device: UInt64, inode: UInt64) {
+        self.device = device
+        self.inode = inode
+    }
+}
+
+extension ProcessSupport {
+    /// Every file some process has open, from `/proc/*/fd` (DESIGN §5: a file in use is
+    /// never evicted). Only the processes this user may inspect are seen, which for a user's
+    /// daemon are the user's own; processes that exit meanwhile are skipped.
+    public static func openFiles() -> Set<FileIdentity> {
+        var found = Set<FileIdentity>()
+        for pid in entries(of: "/proc") where pid.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) {
+            let folder = "/proc/" + String(decoding: pid, as: UTF8.self) + "/fd"
+            for fd in entries(of: folder) {
+                var status = stat()
+                // stat follows the magic link to the open file itself.
+                guard stat(folder + "/" + String(decoding: fd, as: UTF8.self), &status) == 0,
+                      status.st_mode & S_IFMT == S_IFREG else { continue }
+                found.insert(FileIdentity(device: UInt64(status.st_dev), inode: UInt64(status.st_ino)))
+            }
+        }
+        return found
+    }
+
+    /// The names in a directory, without `.` and `..`; none when it cannot be read.
+    private static func entries(of directory: String) -> [[UInt8]] {
+        guard let stream = opendir(directory) else { return [] }
+        defer { closedir(stream) }
+        var names: [[UInt8]] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix { $0 != 0 }) }
+            if name != [UInt8(ascii: ".")] && name != [UInt8(ascii: "."), UInt8(ascii: ".")] { names.append(name) }
+        }
+        return names
+    }
+}
