@@ -29,8 +29,8 @@ public struct StateChange: Sendable, Equatable {
 /// let text = try await nimbus.coordinatedRead("notes.txt") { try String(contentsOf: $0, encoding: .utf8) }
 /// ```
 ///
-/// Not done yet: a read of a placeholder does not download it first, and there is no
-/// `download(_:progress:)`; both wait for files on demand (issue #5).
+/// A coordinated read of a placeholder downloads it first (the daemon does, before it grants
+/// the shared lease), so `body` always reads the real content.
 extension NimbusConnection {
     /// The daemon's local folder, from `hello`.
     public var localRoot: String { daemon.localRoot }
@@ -67,6 +67,25 @@ extension NimbusConnection {
         }
     }
 
+    // MARK: Files on demand
+
+    /// Downloads the placeholder `path` (or every placeholder below the folder `path`) and
+    /// returns its entry once the content is there. `progress` gets the fraction done (0…1)
+    /// of each file as it is copied. Requests for a file already being downloaded share that
+    /// download. Fails with `no_space` when the local disk would be left too full.
+    public func download(_ path: String, progress: @escaping @Sendable (_ path: String, _ fraction: Double) -> Void) async throws -> Entry {
+        let notifications = try await watch(progress: true)
+        let pump = Task {
+            for await notification in notifications {
+                guard case .progress(let update) = notification.payload, update.direction == "download",
+                      path.isEmpty || update.path == path || update.path.hasPrefix(path + "/") else { continue }
+                progress(update.path, update.fraction)
+            }
+        }
+        defer { pump.cancel() }
+        return try await call(.download, DownloadParams(WirePath(path)), as: Entry.self)
+    }
+
     // MARK: Coordinated reading and writing
 
     /// Holds a shared lease on `path` while `body` reads the file (given its local URL), and
@@ -77,7 +96,8 @@ extension NimbusConnection {
         let lease = try await acquire(path, mode: .shared, timeout: timeout)
         let result: T
         do {
-            result = try await body(localURL(for: path))
+            // The lease names the file itself, also when `path` named its placeholder.
+            result = try await body(localURL(for: lease.path))
         } catch {
             _ = try? await release(lease.lease)
             throw error

@@ -130,7 +130,30 @@ extension ControlHandler {
             timeout = .nanoseconds(Int64(seconds * 1e9))
         }
         let replier = try later(request)
-        context.leases.acquire(path, mode: mode, owner: request.client.owner, timeout: timeout) { result in
+        let engine = self.engine
+        // A reader of a placeholder wants the content: download it first (DESIGN §5, issue #8).
+        if mode == .shared, let target = try? engine.residentPath(path),
+           engine.state.withLock({ $0.index[target]?.isPlaceholder == true }) {
+            let leases = context.leases
+            let owner = request.client.owner
+            let timeout = timeout
+            context.runtime.download(target, .explicit) { result in
+                if case .failure(let error) = result { return replier.fail(Self.failure(error, path: target)) }
+                // On the server thread, where a connection that closed meanwhile is known gone:
+                // a lease must never outlive its connection.
+                replier.server.post { server in
+                    guard server.clientsByID[replier.clientID] != nil else { return }
+                    ControlHandler.grant(target, mode: mode, owner: owner, timeout: timeout, leases: leases, replier: replier)
+                }
+            }
+            return
+        }
+        Self.grant(path, mode: mode, owner: request.client.owner, timeout: timeout, leases: context.leases, replier: replier)
+    }
+
+    static func grant(_ path: RelativePath, mode: LockMode, owner: OwnerID, timeout: Duration?, leases: any LeaseProvider,
+                      replier: ControlReplier) {
+        leases.acquire(path, mode: mode, owner: owner, timeout: timeout) { result in
             switch result {
             case .success(let lease):
                 replier.succeed(AcquireResult(lease: lease.rawValue, path: WirePath(path), mode: mode.rawValue))

@@ -1,6 +1,7 @@
 import Foundation
 import NimbusClient
 import Glibc
+import Synchronization
 import Testing
 
 /// Leases for applications (issue #8) against the real daemon, through `nimbusctl lock`:
@@ -255,4 +256,34 @@ struct CoordinatedAccessTests {
             connection.close()
         }
     }
+
+    @Test func aCoordinatedReadOfAPlaceholderReadsTheRealContent() async throws {
+        try await CtlDaemon.with { daemon in
+            let content = "the real content\n"
+            try daemon.write("paper.txt", content)
+            try await daemon.waitForCloud("paper.txt", content)
+            let connection = try await NimbusConnection.connect(to: .socket(daemon.socket))
+            try await connection.evict("paper.txt")
+            #expect(!FileManager.default.fileExists(atPath: daemon.local + "/paper.txt"))
+            // Named by its placeholder, as a file manager would hand it over.
+            let read = try await connection.coordinatedRead("paper.txt.nimbus") { url in try String(contentsOf: url, encoding: .utf8) }
+            #expect(read == content)
+            #expect(!FileManager.default.fileExists(atPath: daemon.local + "/paper.txt.nimbus"))
+
+            try await connection.evict("paper.txt")
+            let fractions = Fractions()
+            let entry = try await connection.download("paper.txt") { _, fraction in fractions.add(fraction) }
+            #expect(entry.state == "downloaded")
+            #expect(try String(contentsOfFile: daemon.local + "/paper.txt", encoding: .utf8) == content)
+            #expect(fractions.all.allSatisfy { (0...1).contains($0) })
+            connection.close()
+        }
+    }
+}
+
+/// Progress fractions seen by a callback on another task.
+final class Fractions: Sendable {
+    private let values = Mutex<[Double]>([])
+    func add(_ value: Double) { values.withLock { $0.append(value) } }
+    var all: [Double] { values.withLock { $0 } }
 }
