@@ -63,6 +63,7 @@ extension SyncEngine {
         if let batch, !batch.isEmpty { installBatch(batch, again: &again) }
         for conflict in plan.conflicts {
             updateRecord(conflict.path) { $0.conflictCopy = conflict.conflictCopy }
+            publishState(of: conflict.path)
             emit(.conflict(conflict.path, copy: conflict.conflictCopy))
             log.notice("conflict on \(conflict.path): both sides changed it; the cloud version keeps the name, this device's version is kept as \(conflict.conflictCopy)")
         }
@@ -253,6 +254,7 @@ extension SyncEngine {
             let message = Self.explain(error, action: action)
             log.error(message)
             setTransient(path, .error(message))
+            publishState(of: path)
             emit(.error(path, message))
             scheduleRetry(path, error: message)
             state.withLock { $0.status.lastError = message }
@@ -356,7 +358,12 @@ extension SyncEngine {
     }
 
     func clearTransient(_ path: RelativePath) {
-        let had = state.withLock { $0.transient.removeValue(forKey: path) != nil }
-        if had, let now = entry(path)?.state { emit(.stateChanged(path, now)) }
+        let wasFailed = state.withLock { s -> Bool? in
+            guard let old = s.transient.removeValue(forKey: path) else { return nil }
+            return old.message != nil
+        }
+        guard let wasFailed, let now = entry(path)?.state else { return }
+        emit(.stateChanged(path, now))
+        if wasFailed { publishState(of: path) }
     }
 }

@@ -282,6 +282,14 @@ extension SyncEngine {
         emit(.stateChanged(pending.path, .notDownloaded))
     }
 
+    /// Writes the current state of `path` to the xattr of its file or placeholder.
+    func publishState(of path: RelativePath) {
+        guard let now = entry(path)?.state else { return }
+        let isPlaceholder = state.withLock { $0.index[path]?.isPlaceholder == true }
+        guard let file = isPlaceholder ? Placeholder.file(for: path) : path else { return }
+        markState(now, of: file)
+    }
+
     /// Writes `state` to the `user.nimbus.state` xattr of a local file, for scripts and file
     /// managers (DESIGN §2). Best effort: a filesystem without user xattrs is remembered and
     /// not asked again.
@@ -291,6 +299,8 @@ extension SyncEngine {
         do {
             if try local.extendedAttribute(Placeholder.stateAttribute, of: path) == value { return }
             try local.setExtendedAttribute(Placeholder.stateAttribute, of: path, to: value)
+        } catch let error as SystemError where error.errno == .noSuchFile {
+            return  // Not here (yet): a download in progress, a file just deleted.
         } catch let error as SystemError where error.errno == .notSupported {
             attributesSupported.store(false, ordering: .relaxed)
             log.notice("the local folder's filesystem keeps no user xattrs; file states are not written to user.nimbus.state")

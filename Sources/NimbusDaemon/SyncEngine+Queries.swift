@@ -97,6 +97,7 @@ extension SyncEngine {
             try local.rename(copy, to: path, replacing: true)
         }
         updateRecord(path) { $0.conflictCopy = nil }
+        publishState(of: path)
         commit()
         sync([path, copy])
     }

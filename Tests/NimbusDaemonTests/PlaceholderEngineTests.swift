@@ -75,6 +75,20 @@ import NimbusSystem
         #expect(pair.content(pair.local, "d/a") == "two", "a downloaded file stays downloaded")
     }
 
+    @Test func theStateXattrFollowsConflictsAndTheirResolution() throws {
+        let pair = Pair()
+        try pair.local.write(rp("a"), Array("one".utf8))
+        pair.engine.start()
+        #expect(try pair.local.extendedAttribute(Placeholder.stateAttribute, of: rp("a")) == Array("downloaded".utf8))
+        try pair.local.write(rp("a"), Array("local edit".utf8))
+        try pair.cloud.write(rp("a"), Array("cloud edit".utf8))
+        pair.sync()
+        #expect(pair.engine.entry(rp("a"))?.state == .conflict)
+        #expect(try pair.local.extendedAttribute(Placeholder.stateAttribute, of: rp("a")) == Array("conflict".utf8))
+        try pair.engine.resolve(rp("a"), keep: .cloud)
+        #expect(try pair.local.extendedAttribute(Placeholder.stateAttribute, of: rp("a")) == Array("downloaded".utf8))
+    }
+
     @Test func evictRefusesAModifiedOrPinnedFileAndKeepsTheContentInTheCloud() throws {
         let pair = Pair()  // mirror mode: evicted files must stay placeholders there too
         try pair.local.write(rp("a"), Array("one".utf8))
