@@ -7,8 +7,9 @@ import NimbusSystem
 ///   changed permissions) is ready at once.
 /// - A file being written (`modified`, or created and still open) waits until it is closed or
 ///   has been quiet for `quietPeriod`, so half-written files are not uploaded.
-/// - Deletions wait until no deletion has come for `deletionQuiet`, so that an `rm -r` or a
-///   disk being emptied arrives as one batch and the mass-delete guard sees all of it.
+/// - Deletions wait until no deletion has come for `deletionQuiet` (ten times that once many
+///   are pending), so that an `rm -r` or a disk being emptied arrives as one batch and the
+///   mass-delete guard sees all of it.
 /// - Past `maximumPending` paths, or after a lost event, the batch becomes a full rescan.
 public struct EventBatcher: Sendable {
     public enum Hint: Sendable, Equatable {
@@ -27,6 +28,7 @@ public struct EventBatcher: Sendable {
     public var quietPeriod: Int64
     public var deletionQuiet: Int64
     public var maximumPending: Int
+    static let manyDeletions = 50
 
     private var ready: Set<RelativePath> = []
     private var writing: [RelativePath: Int64] = [:]
@@ -53,7 +55,9 @@ public struct EventBatcher: Sendable {
         case .deleted(let path):
             writing[path] = nil
             deletions.insert(path)
-            deletionsDue = now + deletionQuiet
+            // Many deletions look like an `rm -r` under way: wait longer for the rest, so that
+            // a slow or busy machine does not hand its first part over as a batch of its own.
+            deletionsDue = now + (deletions.count >= Self.manyDeletions ? deletionQuiet * 10 : deletionQuiet)
         case .rescanAll:
             rescan = true
         }

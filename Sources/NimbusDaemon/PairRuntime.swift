@@ -148,6 +148,7 @@ public final class PairRuntime: @unchecked Sendable {
             batcher.batcher.quietPeriod = newOptions.quietPeriod
             loadIgnoreRules()
             batcher.batcher.add(.rescanAll, now: clock.monotonicNow)
+            engine.downloadModePlaceholders()
             log.notice("configuration reloaded")
             notifier.ready(status: statusLine())
         }
@@ -183,6 +184,7 @@ public final class PairRuntime: @unchecked Sendable {
     public func run(onReady: () -> Void = {}) {
         startWatchers()
         engine.start()
+        engine.downloadModePlaceholders()
         checkCacheBudget(now: clock.monotonicNow)
         onReady()
         loop()

@@ -13,16 +13,16 @@ extension SyncEngine {
         let now = clock.wallNow
         let candidates = state.withLock { st in
             st.index.records.compactMap { path, record -> (path: RelativePath, size: Int64, lastUse: Int64)? in
-                guard record.base.kind == .file, !record.isPlaceholder, record.residency != .pinned,
-                      !keeping.contains(path) else { return nil }
+                guard record.base.kind == .file, !record.isPlaceholder, record.residency != .pinned else { return nil }
                 return (path, record.base.local.size, max(record.lastOpened, record.base.local.mtime))
             }
         }.filter { !isPinnedByFolder($0.path) }.sorted { $0.lastUse < $1.lastUse }
+        // Files just downloaded count toward the budget; they are only not the ones to go.
         var total = candidates.reduce(Int64(0)) { $0 + $1.size }
         let open = ProcessSupport.openFiles()
         var evicted = 0
         var freed: Int64 = 0
-        for candidate in candidates {
+        for candidate in candidates where !keeping.contains(candidate.path) {
             let overBudget = s.cacheLimit.map { total > $0 } ?? false
             let expired = s.evictAfter.map { now - candidate.lastUse > $0 } ?? false
             // Sorted by last use: once one is neither, so are all that follow.

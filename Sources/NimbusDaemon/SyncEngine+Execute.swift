@@ -169,7 +169,7 @@ extension SyncEngine {
                                           : BaseEntry(local: installed, cloud: pending.source, hash: hash, isAmbiguous: true)
         updateRecord(pending.path, creating: base) {
             $0.base = base
-            if pending.side == .local { $0.isPlaceholder = false }
+            $0.isPlaceholder = false  // Real content on both sides now.
         }
         if pending.side == .cloud { markState(.downloaded, of: pending.path) }
         state.withLock {

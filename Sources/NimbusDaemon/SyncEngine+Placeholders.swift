@@ -76,6 +76,7 @@ extension SyncEngine {
                 // A real file beside its placeholder (a download finished just before a
                 // crash, or the user put it there): the real file wins.
                 views.leftovers[file] = meta
+                if record.isPlaceholder && recordPath == target { adoptRealFile(target, &views) }
             } else {
                 views.local[target] = state.withLock { $0.index[target]?.base.local } ?? record.base.local
                 views.placeholders[target] = placeholder
@@ -83,36 +84,31 @@ extension SyncEngine {
         }
     }
 
-    /// Moves an edited placeholder aside to a conflict name and installs a new placeholder in
-    /// one step (`install` with `displacedTo`); returns the new placeholder's metadata.
-    func rescueEditedPlaceholder(_ file: RelativePath, _ edited: FileMetadata, target: RelativePath, record: PathRecord,
-                                 views: inout Views) -> FileMetadata? {
-        let s = settings
-        let namer = ConflictNamer(device: s.deviceName, wallTime: clock.wallNow, utcOffsetSeconds: s.utcOffsetSeconds)
-        let keptAs = namer.name(for: target) { path in
-            (try? local.metadata(of: path)) != nil || (try? cloud.metadata(of: path)) != nil
+    /// The real file now beside a placeholder replaces it in the record. When it holds the
+    /// cloud's content (a download that completed just before a crash) it is simply in sync;
+    /// otherwise it is a change made here, and reconcile treats it as one.
+    func adoptRealFile(_ path: RelativePath, _ views: inout Views) {
+        guard let here = views.local[path] else { return }
+        var base: BaseEntry?
+        if let there = views.cloud[path], here.kind == .file, there.kind == .file, here.size == there.size,
+           let localHash = try? local.contentHash(of: path), let cloudHash = try? cloud.contentHash(of: path), localHash == cloudHash {
+            base = BaseEntry(local: here, cloud: there, hash: localHash, isAmbiguous: isFresh(here))
+            log.info("\(path) is complete beside its placeholder: it is in sync, the placeholder goes")
         }
-        let cloudFile = record.base.cloud
-        do {
-            let prepared = try local.prepareFile(near: file, contents: Placeholder.contents(for: target, cloud: cloudFile), mode: 0o644,
-                                                 mtime: cloudFile.mtime, attributes: Placeholder.attributes(cloud: cloudFile),
-                                                 durable: true)
-            let installed: FileMetadata
-            do {
-                installed = try local.install(prepared, at: file, replacing: edited, displacedTo: keptAs, durable: true)
-            } catch {
-                local.discard(prepared)
-                throw error
-            }
-            updateRecord(target) { $0.base.local = installed }
-            if let moved = try local.metadata(of: keptAs) { views.local[keptAs] = moved }
-            log.notice("\(file) was written to, so it is no longer a placeholder: what was written is kept as \(keptAs), "
-                       + "and a new placeholder stands for \(target)")
-            return installed
-        } catch {
-            log.warning("\(file) was written to and could not be moved aside: \(error); it is looked at again")
-            scheduleRetry(file, error: "\(error)")
-            return nil
+        updateRecord(path) { record in
+            record.isPlaceholder = false
+            if let base { record.base = base }
+        }
+        if let base { views.base[path] = base }
+    }
+
+    /// In a pass over some paths only, a placeholder that is gone may have been renamed to a
+    /// name outside them (its events not read yet). Unlike a file, a placeholder cannot be
+    /// uploaded again from its new name, so the whole folder is looked at before concluding
+    /// that it was deleted.
+    func missesPlaceholders(_ views: Views) -> Bool {
+        state.withLock { s in
+            views.base.keys.contains { path in views.local[path] == nil && s.index[path]?.isPlaceholder == true }
         }
     }
 
@@ -131,10 +127,7 @@ extension SyncEngine {
             // When `path.nimbus` is taken (by another placeholder), a conflict name is used.
             var name = path
             if views.local[Placeholder.file(for: path) ?? path] != nil {
-                let s = settings
-                name = ConflictNamer(device: s.deviceName, wallTime: clock.wallNow, utcOffsetSeconds: s.utcOffsetSeconds).name(for: path) {
-                    views.local[$0] != nil || views.local[Placeholder.file(for: $0) ?? $0] != nil
-                }
+                name = namer.name(for: path) { views.local[$0] != nil || views.local[Placeholder.file(for: $0) ?? $0] != nil }
             }
             guard let file = Placeholder.file(for: name), views.local[file] == nil else { continue }
             do {
@@ -160,27 +153,6 @@ extension SyncEngine {
         }
     }
 
-    /// Renames the placeholder `file` (standing for `target`, a name taken by another file)
-    /// to the placeholder of a conflict name; returns the new placeholder and target.
-    func moveAside(_ file: RelativePath, _ meta: FileMetadata, target: RelativePath,
-                   views: Views) -> (file: RelativePath, target: RelativePath)? {
-        let s = settings
-        let newTarget = ConflictNamer(device: s.deviceName, wallTime: clock.wallNow, utcOffsetSeconds: s.utcOffsetSeconds).name(for: target) {
-            views.local[$0] != nil || views.local[Placeholder.file(for: $0) ?? $0] != nil || (try? self.local.metadata(of: $0)) != nil
-        }
-        guard let newFile = Placeholder.file(for: newTarget) else { return nil }
-        do {
-            try expect(file, on: .local, meta)
-            try local.rename(file, to: newFile, replacing: false)
-            log.notice("\(file) was moved onto the name of another file: it is now \(newFile)")
-            return (newFile, newTarget)
-        } catch {
-            log.warning("cannot rename the placeholder \(file) to \(newFile): \(error); it is looked at again")
-            scheduleRetry(file, error: "\(error)")
-            return nil
-        }
-    }
-
     /// Whether a cloud file at `path` is downloaded rather than shown as a placeholder: in
     /// mirror mode unless evicted; in on-demand mode only when it or a folder above it is pinned.
     func keepsLocalCopy(_ path: RelativePath) -> Bool {
@@ -201,111 +173,9 @@ extension SyncEngine {
     }
 
     func adapt(_ plan: Plan, _ views: Views) -> Plan {
-        adaptForPlaceholders(plan, placeholders: views.placeholders, strays: views.strays, keepsLocalCopy: keepsLocalCopy)
-    }
-
-    /// Placeholders made pointless by a real file beside them, or standing for nothing.
-    func removeLeftovers(_ views: Views) {
-        for (file, meta) in views.leftovers {
-            do {
-                try retirePlaceholder(file, expected: meta)
-            } catch {
-                log.debug("left \(file) alone: \(error)")
-            }
-        }
-    }
-
-    /// Removes a placeholder file that is no longer needed; one that someone wrote into is
-    /// not a placeholder any more and is kept under a conflict name instead.
-    func retirePlaceholder(_ file: RelativePath, expected: FileMetadata) throws {
-        try expect(file, on: .local, expected)
-        switch isPlaceholderFile(file) {
-        case true?: return try local.removeFile(file)
-        case nil: throw ChangedSincePlanned(path: file, side: .local)
-        case false?: break
-        }
-        let target = Placeholder.target(of: file) ?? file
-        let s = settings
-        let keptAs = ConflictNamer(device: s.deviceName, wallTime: clock.wallNow, utcOffsetSeconds: s.utcOffsetSeconds)
-            .name(for: target) { path in (try? local.metadata(of: path)) != nil || (try? cloud.metadata(of: path)) != nil }
-        try local.rename(file, to: keptAs, replacing: false)
-        log.notice("\(file) was written to, so it is no longer a placeholder: what was written is kept as \(keptAs)")
-    }
-
-    // MARK: - Executing
-
-    func writePlaceholder(_ path: RelativePath, source: FileMetadata, replacing: FileMetadata?,
-                          batch: inout [PendingInstall]?) throws {
-        guard let file = Placeholder.file(for: path) else {
-            // The name plus ".nimbus" would be too long: download the file instead.
-            return try copy(path, to: .local, source: source, replacing: nil, batch: &batch)
-        }
-        try expect(path, on: .cloud, source)
-        try expect(file, on: .local, replacing)
-        let prepared = try local.prepareFile(near: file, contents: Placeholder.contents(for: path, cloud: source), mode: 0o644,
-                                             mtime: source.mtime, attributes: Placeholder.attributes(cloud: source),
-                                             durable: batch == nil)
-        let pending = PendingInstall(path: path, side: .local, prepared: prepared, replacing: replacing, source: source,
-                                     placeholder: file)
-        if batch != nil { batch!.append(pending) } else { try install(pending, durable: true) }
-    }
-
-    func removePlaceholder(_ path: RelativePath, expected: FileMetadata) throws {
-        guard let file = Placeholder.file(for: path) else { return }
-        try expect(file, on: .local, expected)
-        try local.removeFile(file)
-        if state.withLock({ $0.index[path]?.isPlaceholder }) == true { setRecord(path, nil) }
-    }
-
-    func renamePlaceholder(from: RelativePath, to: RelativePath, expected: FileMetadata) throws {
-        guard let source = Placeholder.file(for: from), let destination = Placeholder.file(for: to) else { return }
-        try expect(source, on: .local, expected)
-        try local.rename(source, to: destination, replacing: false)
-        rekey(from: from, to: to)
-    }
-}
-
-extension SyncEngine {
-    func installPlaceholder(_ pending: PendingInstall, at file: RelativePath, durable: Bool) throws {
-        let installed: FileMetadata
-        do {
-            installed = try local.install(pending.prepared, at: file, replacing: pending.replacing, displacedTo: nil, durable: durable)
-        } catch {
-            local.discard(pending.prepared)
-            throw error
-        }
-        let base = BaseEntry(local: installed, cloud: pending.source)
-        updateRecord(pending.path, creating: base) { record in
-            record.base = base
-            record.isPlaceholder = true
-        }
-        emit(.stateChanged(pending.path, .notDownloaded))
-    }
-
-    /// Writes the current state of `path` to the xattr of its file or placeholder.
-    func publishState(of path: RelativePath) {
-        guard let now = entry(path)?.state else { return }
-        let isPlaceholder = state.withLock { $0.index[path]?.isPlaceholder == true }
-        guard let file = isPlaceholder ? Placeholder.file(for: path) : path else { return }
-        markState(now, of: file)
-    }
-
-    /// Writes `state` to the `user.nimbus.state` xattr of a local file, for scripts and file
-    /// managers (DESIGN §2). Best effort: a filesystem without user xattrs is remembered and
-    /// not asked again.
-    func markState(_ fileState: FileState, of path: RelativePath) {
-        guard attributesSupported.load(ordering: .relaxed) else { return }
-        let value = Array(fileState.name.utf8)
-        do {
-            if try local.extendedAttribute(Placeholder.stateAttribute, of: path) == value { return }
-            try local.setExtendedAttribute(Placeholder.stateAttribute, of: path, to: value)
-        } catch let error as SystemError where error.errno == .noSuchFile {
-            return  // Not here (yet): a download in progress, a file just deleted.
-        } catch let error as SystemError where error.errno == .notSupported {
-            attributesSupported.store(false, ordering: .relaxed)
-            log.notice("the local folder's filesystem keeps no user xattrs; file states are not written to user.nimbus.state")
-        } catch {
-            log.debug("cannot write \(Placeholder.stateAttribute) of \(path): \(error)")
+        adaptForPlaceholders(plan, placeholders: views.placeholders, strays: views.strays) { path in
+            // A file of someone's holds the placeholder's name: the file itself comes instead.
+            keepsLocalCopy(path) || Placeholder.file(for: path).map { views.local[$0] != nil } ?? true
         }
     }
 }

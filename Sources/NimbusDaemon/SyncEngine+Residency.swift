@@ -70,6 +70,21 @@ extension SyncEngine {
         emit(.stateChanged(path, .downloaded))
     }
 
+    /// In mirror mode every file is kept here: placeholders left from on-demand mode (not
+    /// evicted by the user) are downloaded, within `min-free-space`.
+    public func downloadModePlaceholders() {
+        guard !settings.onDemand else { return }
+        let paths = state.withLock { s in
+            s.index.records.filter { $0.value.isPlaceholder && $0.value.residency == .auto }.map(\.key).sorted()
+        }
+        guard !paths.isEmpty else { return }
+        log.notice("mirror mode: downloading \(paths.count) file(s) that were placeholders")
+        for path in paths {
+            do { try downloadPlaceholder(path, .automatic) } catch { log.warning("cannot download \(path): \(error)") }
+        }
+        commit()
+    }
+
     /// Refuses a download that would leave less than `min-free-space` (automatic) or the hard
     /// reserve (a person's request) free on the local disk.
     func checkFreeSpace(for path: RelativePath, size: Int64, _ request: DownloadRequest) throws {
@@ -207,11 +222,16 @@ extension SyncEngine {
     /// Notes that a program opened `path` (for the cache budget's "least recently opened").
     /// Written at most once a second per file, so a busy file costs the journal little.
     public func noteOpened(_ path: RelativePath) {
-        // Only the cache budget reads it; without one, opens (ours included) cost nothing.
-        guard settings.cacheLimit != nil || settings.evictAfter != nil else { return }
         let now = clock.wallNow
         let stale = state.withLock { s in s.index[path].map { now - $0.lastOpened > 1_000_000_000 } ?? false }
-        if stale { updateRecord(path) { $0.lastOpened = now } }
+        guard stale else { return }
+        // Journaled only when a budget reads it: without one, opens (ours included) cost no
+        // journal writes, and the time is still there if a budget is set by a reload.
+        if settings.cacheLimit != nil || settings.evictAfter != nil {
+            updateRecord(path) { $0.lastOpened = now }
+        } else {
+            state.withLock { s in s.index[path]?.lastOpened = now }
+        }
     }
 
     static func bytes(_ count: Int64) -> String {

@@ -123,7 +123,10 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
         for _ in 0..<4 where !scope.isEmpty {
             var views = gather(scope)
             let renamedFrom = renameSources(outside: scope, views)
-            if !renamedFrom.isEmpty {
+            if scope != [.root] && missesPlaceholders(views) {
+                scope = [.root]
+                views = gather(scope)
+            } else if !renamedFrom.isEmpty {
                 scope = scopeRoots(Set(scope).union(renamedFrom))
                 views = gather(scope)
             }
@@ -287,8 +290,6 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
     }
 
     func makePlan(_ views: Views) -> Plan {
-        let s = settings
-        let namer = ConflictNamer(device: s.deviceName, wallTime: clock.wallNow, utcOffsetSeconds: s.utcOffsetSeconds)
         var plan = reconcile(base: views.base, local: views.local, cloud: views.cloud, namer: namer)
         var hashes = SideHashes()
         // A path may need hashes for two reasons in turn (verifying an ambiguous base, then
@@ -310,6 +311,16 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
             log.info("skipping \(path): special files (fifos, sockets, devices) are not synced")
         }
         return plan
+    }
+
+    /// Names conflict copies made now, in local time.
+    var namer: ConflictNamer {
+        let s = settings
+        return ConflictNamer(device: s.deviceName, wallTime: clock.wallNow, utcOffsetSeconds: s.utcOffsetSeconds)
+    }
+
+    func existsOnEitherSide(_ path: RelativePath) -> Bool {
+        (try? local.metadata(of: path)) != nil || (try? cloud.metadata(of: path)) != nil
     }
 
     func commit() {

@@ -53,6 +53,17 @@ import NimbusSystem
         #expect(batcher.isIdle)
     }
 
+    @Test func aLargeRmWaitsLongerForItsStragglers() {
+        var batcher = EventBatcher(quietPeriod: 100, deletionQuiet: 10)
+        let paths = (0..<60).map { try! RelativePath(validating: "f\($0)") }
+        for path in paths { batcher.add(.deleted(path), now: 0) }
+        // A pause a little longer than the usual quiet does not split the batch.
+        #expect(batcher.take(now: 20) == nil)
+        batcher.add(.deleted(a), now: 30)
+        #expect(batcher.take(now: 129) == nil)
+        #expect(batcher.take(now: 130) == .paths(Set(paths + [a])))
+    }
+
     @Test func lostEventsAndFloodsBecomeAFullRescan() {
         var batcher = EventBatcher(quietPeriod: 100, maximumPending: 2)
         batcher.add(.rescanAll, now: 0)

@@ -1,0 +1,444 @@
+import Foundation
+import Glibc
+import Testing
+
+// The harness of the placeholder integration tests (issue #5): a real `nimbusd` started with a
+// mode and a config file of the test's choosing, `nimbusctl` run with its stdout, stderr and
+// exit status kept apart, xattrs, big files compared with cmp(1), and counts of copies taken
+// from the daemon's log. It reuses SyncSandbox (folders, tmpfs), SyncNotifyListener (READY=1)
+// and CtlHarness (running nimbusctl off the cooperative threads). Names start with
+// `Placeholder` so that they never collide with the other harnesses of this test target.
+
+struct PlaceholderFailure: Error, CustomStringConvertible {
+    var description: String
+}
+
+/// One `nimbusd` on `local` and `cloud` of a sandbox, restartable, with its settings in a
+/// config file written at every launch: change `mode` or `config` between a stop and a start.
+final class PlaceholderDaemon {
+    let sandbox: SyncSandbox
+    let local: String
+    let cloud: String
+    let stateDirectory: String
+    let socketPath: String
+    let logPath: String
+    let configPath: String
+    let notifyPath: String
+    /// `--mode`.
+    var mode = "on-demand"
+    /// The config file: section → key → value (sections `placeholders`, `cache`, …).
+    var config: [String: [String: String]] = [:]
+    private var process: Process?
+    private var notify: SyncNotifyListener?
+    private var readyBaseline = 0
+    private(set) var launches = 0
+
+    init(_ sandbox: SyncSandbox, local: String = "local", cloud: String = "cloud") throws {
+        self.sandbox = sandbox
+        self.local = try sandbox.folder(local)
+        self.cloud = try sandbox.folder(cloud)
+        stateDirectory = try sandbox.folder("state")
+        socketPath = sandbox.root + "/ctl.sock"
+        logPath = sandbox.root + "/nimbusd.log"
+        configPath = sandbox.root + "/nimbus.conf"
+        notifyPath = sandbox.root + "/notify.sock"
+    }
+
+    var arguments: [String] {
+        ["--local", local, "--cloud", cloud, "--state-dir", stateDirectory, "--socket", socketPath,
+         "--device-name", "alpha", "--log-level", "debug", "--mode", mode, "--config", configPath]
+    }
+
+    var isRunning: Bool { process?.isRunning ?? false }
+
+    /// The environment of both programs: a home of the sandbox, no systemd.
+    var environment: [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        environment["HOME"] = sandbox.root
+        environment["XDG_CONFIG_HOME"] = sandbox.root + "/config"
+        environment["XDG_RUNTIME_DIR"] = sandbox.root
+        environment["JOURNAL_STREAM"] = nil
+        environment["WATCHDOG_USEC"] = nil
+        environment["NOTIFY_SOCKET"] = nil
+        return environment
+    }
+
+    func writeConfig() throws {
+        var text = "# written by the placeholder integration tests\n"
+        for (section, keys) in config.sorted(by: { $0.key < $1.key }) {
+            text += "[\(section)]\n" + keys.sorted { $0.key < $1.key }.map { "\($0.key) = \($0.value)\n" }.joined()
+        }
+        try text.write(toFile: configPath, atomically: true, encoding: .utf8)
+    }
+
+    /// Starts the daemon and waits for `READY=1`.
+    func start(timeout: Duration = .seconds(30)) async throws {
+        guard !isRunning else { throw failure("already running") }
+        try writeConfig()
+        if notify == nil { notify = try SyncNotifyListener(path: notifyPath) }
+        readyBaseline = notify!.readyCount
+        launches += 1
+        let fd = open(logPath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw PlaceholderFailure(description: "cannot open \(logPath): errno \(errno)") }
+        let log = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+        let settings = (try? String(contentsOfFile: configPath, encoding: .utf8)) ?? ""
+        log.write(Data("=== launch #\(launches): nimbusd \(arguments.joined(separator: " "))\n=== config:\n\(settings)".utf8))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: SyncHarness.nimbusd)
+        process.arguments = arguments
+        var environment = self.environment
+        environment["NOTIFY_SOCKET"] = notifyPath
+        process.environment = environment
+        process.standardError = log
+        process.standardOutput = log
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        self.process = process
+        let deadline = ContinuousClock.now + timeout
+        while notify!.readyCount <= readyBaseline {
+            guard process.isRunning else { throw failure("exited before it was ready (\(exitDescription))") }
+            if ContinuousClock.now >= deadline { throw failure("did not send READY=1 within \(timeout)") }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    /// SIGTERM; expects a clean exit 0 within `timeout` (recorded as an issue otherwise).
+    func stop(timeout: Duration = .seconds(10), sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        guard let process, process.isRunning else { throw failure("was not running at stop (\(exitDescription))") }
+        kill(process.processIdentifier, SIGTERM)
+        if !(try await waitForExit(timeout: timeout)) {
+            Issue.record("nimbusd did not exit within \(timeout) of SIGTERM; killed", sourceLocation: sourceLocation)
+            kill(process.processIdentifier, SIGKILL)
+            _ = try await waitForExit(timeout: .seconds(10))
+            return
+        }
+        if process.terminationReason != .exit || process.terminationStatus != 0 {
+            Issue.record("SIGTERM ended nimbusd with \(exitDescription), expected exit status 0\n\(logTail(lines: 30))",
+                         sourceLocation: sourceLocation)
+        }
+    }
+
+    /// kill -9, and waits until it is gone.
+    func crash() async throws {
+        guard let process, process.isRunning else { throw failure("was not running at kill -9 (\(exitDescription))") }
+        kill(process.processIdentifier, SIGKILL)
+        guard try await waitForExit(timeout: .seconds(10)) else { throw failure("still running 10 s after SIGKILL") }
+    }
+
+    /// Whether it exited within `timeout`.
+    func waitForExit(timeout: Duration) async throws -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while isRunning {
+            if ContinuousClock.now >= deadline { return false }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        return true
+    }
+
+    func killIfRunning() {
+        if let process, process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        notify?.stop()
+    }
+
+    var exitDescription: String {
+        guard let process else { return "never started" }
+        if process.isRunning { return "still running" }
+        return process.terminationReason == .exit ? "exit status \(process.terminationStatus)" : "signal \(process.terminationStatus)"
+    }
+
+    // MARK: Log
+
+    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+    var logMark: Int { log.utf8.count }
+
+    func logTail(lines: Int = 60) -> String {
+        "--- nimbusd log (\(logPath)), last \(lines) lines:\n"
+            + log.split(separator: "\n", omittingEmptySubsequences: false).suffix(lines).joined(separator: "\n")
+    }
+
+    func logLines(containing text: String, since mark: Int = 0) -> [String] {
+        let bytes = Array(log.utf8)
+        guard mark < bytes.count else { return [] }
+        return String(decoding: bytes[mark...], as: UTF8.self).split(separator: "\n").filter { $0.contains(text) }.map(String.init)
+    }
+
+    /// The copies of `path` started (after `mark`): the daemon logs `downloading PATH (N bytes)`
+    /// at info level once per copy.
+    func downloadsStarted(_ path: String, since mark: Int = 0) -> Int {
+        logLines(containing: "downloading \(path) (", since: mark).count
+    }
+
+    /// Every copy started from the cloud to the local folder (after `mark`).
+    func allDownloadsStarted(since mark: Int = 0) -> [String] {
+        logLines(containing: " bytes)", since: mark).filter { $0.contains("downloading ") && !$0.contains("was opened") }
+    }
+
+    @discardableResult
+    func waitForLog(_ text: String, since mark: Int = 0, timeout: Duration = .seconds(10)) async throws -> String {
+        var found: String?
+        try await eventually("a log line containing \"\(text)\"", timeout: timeout) {
+            found = logLines(containing: text, since: mark).first
+            return found == nil ? "not yet" : nil
+        }
+        return found!
+    }
+
+    func failure(_ message: String) -> PlaceholderFailure {
+        PlaceholderFailure(description: "[\(sandbox.label)] \(message)\n\(logTail())")
+    }
+
+    /// Polls `check` until it returns nil or the deadline passes; `check` says what is missing.
+    func eventually(_ what: String, timeout: Duration = .seconds(10), interval: Duration = .milliseconds(10),
+                    _ check: () async throws -> String?) async throws {
+        let deadline = ContinuousClock.now + timeout
+        var last = "not checked"
+        while true {
+            do {
+                guard let missing = try await check() else { return }
+                last = missing
+            } catch {
+                last = "\(error)"
+            }
+            if ContinuousClock.now >= deadline { break }
+            try await Task.sleep(for: interval)
+        }
+        throw failure("timed out after \(timeout) waiting for: \(what)\nlast state: \(last)")
+    }
+
+    // MARK: nimbusctl
+
+    /// Runs `nimbusctl --socket SOCKET arguments…` on a thread of its own.
+    func ctl(_ arguments: [String], environment extra: [String: String] = [:]) async throws -> CtlResult {
+        let arguments = ["--socket", socketPath] + arguments
+        let environment = environment.merging(extra) { $1 }
+        let scratch = sandbox.root
+        return try await CtlHarness.blocking {
+            try CtlHarness.run(SyncHarness.nimbusctl, arguments, environment: environment, currentDirectory: scratch, scratch: scratch)
+        }
+    }
+
+    /// `nimbusctl --json arguments…`, expected to succeed; its JSON result.
+    @discardableResult
+    func ctlJSON(_ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) async throws -> [String: Any] {
+        let result = try await ctl(["--json"] + arguments)
+        guard result.status == 0 else { throw failure("nimbusctl \(arguments.joined(separator: " ")) failed: \(result)") }
+        return try result.json()
+    }
+
+    /// `nimbusctl --json arguments…`, expected to fail with exit status 1; the error object.
+    func ctlError(_ arguments: [String]) async throws -> (error: [String: Any], result: CtlResult) {
+        let result = try await ctl(["--json"] + arguments)
+        guard result.status == 1, let error = (try? result.json())?["error"] as? [String: Any] else {
+            throw failure("nimbusctl \(arguments.joined(separator: " ")) should have failed with a JSON error and exit status 1: \(result)")
+        }
+        return (error, result)
+    }
+
+    /// `nimbusctl --json ls -r` as path → entry.
+    func entries() async throws -> [String: [String: Any]] {
+        let list = try await ctlJSON(["ls", "-r"])
+        let entries = list["entries"] as? [[String: Any]] ?? []
+        return Dictionary(entries.map { ($0["path"] as? String ?? "?", $0) }, uniquingKeysWith: { a, _ in a })
+    }
+
+    /// Waits until the daemon has handled every local event so far: a new file written in the
+    /// local folder after them reaches the cloud (inotify reports events in order, and the
+    /// daemon handles them in order).
+    func settle(_ name: String = "settle") async throws {
+        let file = ".marker-\(name)-\(UUID().uuidString.prefix(8)).txt"
+        try PlaceholderFiles.write(local + "/" + file, Array("marker\n".utf8))
+        try await eventually("the marker \(file) to reach the cloud (the daemon handled the events before it)") {
+            try SyncExpect.file(cloud, file, "marker\n")
+        }
+    }
+}
+
+/// A sandbox with one daemon, both cleaned up by `finish()` (call it in a defer).
+final class PlaceholderSandbox {
+    let sandbox: SyncSandbox
+    let daemon: PlaceholderDaemon
+
+    init(_ label: String, local: String = "local") throws {
+        sandbox = try SyncSandbox(label)
+        daemon = try PlaceholderDaemon(sandbox, local: local)
+    }
+
+    var root: String { sandbox.root }
+
+    func finish() {
+        daemon.killIfRunning()
+        sandbox.finish()
+    }
+}
+
+enum PlaceholderFiles {
+    static let firstLine = "# Nimbus placeholder: this file stands for a file kept in the cloud."
+
+    static func write(_ path: String, _ bytes: [UInt8]) throws {
+        let directory = (path as NSString).deletingLastPathComponent
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try SyncFiles.write(Array(path.utf8), bytes)
+    }
+
+    static func read(_ path: String) throws -> [UInt8]? { try SyncFiles.read(Array(path.utf8)) }
+    static func text(_ path: String) -> String? { (try? SyncFiles.text(Array(path.utf8))) ?? nil }
+    static func exists(_ path: String) -> Bool { SyncFiles.exists(Array(path.utf8)) }
+    static func status(_ path: String) -> stat? { (try? SyncFiles.status(Array(path.utf8))) ?? nil }
+
+    static func mtime(_ path: String) -> Int64? {
+        status(path).map { Int64($0.st_mtim.tv_sec) * 1_000_000_000 + Int64($0.st_mtim.tv_nsec) }
+    }
+
+    /// Sets the modification time of `path` (nanoseconds since the epoch).
+    static func setMtime(_ path: String, _ nanoseconds: Int64) throws {
+        let t = timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
+        let times = [t, t]
+        guard utimensat(AT_FDCWD, path, times, 0) == 0 else {
+            throw PlaceholderFailure(description: "utimensat \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// The value of the extended attribute `name` of `path`; nil when it has none.
+    static func xattr(_ path: String, _ name: String) -> String? {
+        var buffer = [UInt8](repeating: 0, count: 256)
+        let n = buffer.withUnsafeMutableBytes { lgetxattrFunction(path, name, $0.baseAddress, $0.count) }
+        return n < 0 ? nil : String(decoding: buffer[..<n], as: UTF8.self)
+    }
+
+    /// glibc's `lgetxattr`, which Swift's Glibc module leaves out (sys/xattr.h); looked up at
+    /// run time so that the tests need nothing of the daemon's C shim.
+    typealias GetXattr = @convention(c) (UnsafePointer<CChar>, UnsafePointer<CChar>, UnsafeMutableRawPointer?, Int) -> Int
+    nonisolated(unsafe) static let lgetxattrFunction: GetXattr = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "lgetxattr") else { fatalError("no lgetxattr in libc") }
+        return unsafeBitCast(symbol, to: GetXattr.self)
+    }()
+
+    /// open(2) and close: what a program opening the file does (the daemon sees IN_OPEN).
+    @discardableResult
+    static func touchByOpening(_ path: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        close(fd)
+        return true
+    }
+
+    /// `megabytes` MiB of random-looking bytes, written 1 MiB at a time (every MiB different).
+    static func writeBig(_ path: String, megabytes: Int, seed: UInt64) throws {
+        var random = SyncRandom(seed: seed)
+        var block = random.bytes(1 << 20)
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw PlaceholderFailure(description: "open \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        for index in 0..<megabytes {
+            withUnsafeBytes(of: UInt64(index) &* 0x9E37_79B9_7F4A_7C15 ^ seed) { word in
+                for i in 0..<8 { block[i] = word[i] }
+            }
+            try SyncFiles.writeAll(fd, block, Array(path.utf8))
+        }
+    }
+
+    /// Whether both files hold the same bytes (cmp(1), quick on big files).
+    static func same(_ a: String, _ b: String) -> Bool {
+        SyncHarness.run(SyncHarness.tool("cmp"), ["-s", a, b]).status == 0
+    }
+
+    /// The `.nimbus-tmp-*` files below `root` (relative paths).
+    static func temporaryFiles(_ root: String) -> [String] { (try? SyncFiles.temporaryFiles(in: root)) ?? ["(cannot scan \(root))"] }
+
+    /// The placeholder text as key → value, with its first line and its section header.
+    static func parse(_ text: String) -> (firstLine: String, section: String, values: [String: String]) {
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        var values: [String: String] = [:]
+        for line in lines.dropFirst(2) {
+            guard let equals = line.firstIndex(of: "=") else { continue }
+            let key = line[..<equals].trimmingCharacters(in: .whitespaces)
+            values[key] = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+        }
+        return (lines.first ?? "", lines.count > 1 ? lines[1] : "", values)
+    }
+
+    /// `2024-01-02T03:04:05.25Z` (or with an offset) as nanoseconds since the epoch.
+    static func parseRFC3339(_ text: String) -> Int64? {
+        let scalars = Array(text.utf8)
+        guard scalars.count >= 20 else { return nil }
+        let main = String(decoding: scalars[0..<19], as: UTF8.self)
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyy-MM-dd'T'HH:mm:ss"
+        guard let date = formatter.date(from: main) else { return nil }
+        var rest = String(decoding: scalars[19...], as: UTF8.self)
+        var nanoseconds: Int64 = 0
+        if rest.hasPrefix(".") {
+            let digits = rest.dropFirst().prefix { $0.isNumber }
+            guard !digits.isEmpty, digits.count <= 9 else { return nil }
+            nanoseconds = Int64(digits + String(repeating: "0", count: 9 - digits.count))!
+            rest = String(rest.dropFirst(1 + digits.count))
+        }
+        var offset: Int64 = 0
+        if rest != "Z" && rest != "z" {
+            let parts = rest.dropFirst().split(separator: ":")
+            guard let sign = rest.first, sign == "+" || sign == "-", parts.count == 2,
+                  let hours = Int64(parts[0]), let minutes = Int64(parts[1]) else { return nil }
+            offset = (hours * 3600 + minutes * 60) * (sign == "-" ? -1 : 1)
+        }
+        return (Int64(date.timeIntervalSince1970.rounded()) - offset) * 1_000_000_000 + nanoseconds
+    }
+}
+
+/// A child process kept running in the background (a reader holding a file open, a
+/// `nimbusctl lock`, concurrent downloads), its output in a file. Killed by `stop()`.
+final class PlaceholderProcess: @unchecked Sendable {
+    private let process = Process()
+    let outputPath: String
+
+    init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil, standardInput: String? = nil,
+         scratch: String) throws {
+        outputPath = scratch + "/proc-\(UUID().uuidString).out"
+        FileManager.default.createFile(atPath: outputPath, contents: nil)
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        if let environment { process.environment = environment }
+        var input: FileHandle?
+        if let standardInput {
+            guard let handle = FileHandle(forReadingAtPath: standardInput) else {
+                throw PlaceholderFailure(description: "cannot open \(standardInput) for reading")
+            }
+            input = handle
+            process.standardInput = handle
+        } else {
+            process.standardInput = FileHandle.nullDevice
+        }
+        process.standardOutput = FileHandle(forWritingAtPath: outputPath)
+        process.standardError = FileHandle(forWritingAtPath: outputPath)
+        try process.run()
+        // Only the child keeps its standard input open: the test process must not hold the file.
+        try input?.close()
+    }
+
+    var pid: Int32 { process.processIdentifier }
+    var isRunning: Bool { process.isRunning }
+    var status: Int32 { process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus }
+    var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
+
+    func waitForExit(timeout: Duration = .seconds(20)) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning {
+            if ContinuousClock.now > deadline {
+                kill(pid, SIGKILL)
+                throw PlaceholderFailure(description: "\(process.arguments ?? []) still runs after \(timeout)")
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    /// SIGKILL if it still runs, and waits for it (also from a defer).
+    func stop() {
+        guard process.isRunning else { return }
+        kill(pid, SIGKILL)
+        process.waitUntilExit()
+    }
+}
