@@ -186,6 +186,7 @@ public final class PairRuntime: @unchecked Sendable {
         engine.start()
         engine.downloadModePlaceholders()
         checkCacheBudget(now: clock.monotonicNow)
+        ProcessSupport.returnFreeMemory()
         onReady()
         loop()
         stopping.store(true, ordering: .sequentiallyConsistent)
@@ -252,9 +253,11 @@ public final class PairRuntime: @unchecked Sendable {
             case .everything:
                 loadIgnoreRules()
                 engine.sync(nil)
+                ProcessSupport.returnFreeMemory()
             case .paths(let paths):
                 if paths.contains(RootMarkers.ignoreFile) { loadIgnoreRules() }
                 engine.sync(paths)
+                if paths.count > 1_000 { ProcessSupport.returnFreeMemory() }
             }
             if !isHalted { restartMissingWatchers() }
             let line = statusLine()

@@ -10,7 +10,7 @@ public protocol RecordStore: AnyObject {
     func remove(_ path: RelativePath)
     func commit() throws
     /// Rewrites the store compactly when its log has grown; `all` is the live content.
-    func compactIfNeeded(_ all: @autoclosure () -> [RelativePath: PathRecord]) throws
+    func compactIfNeeded(_ all: @autoclosure () -> [(key: RelativePath, value: PathRecord)]) throws
 }
 
 /// The real store: a `Journal` (DESIGN §6) in the pair's state directory.
@@ -48,7 +48,7 @@ public final class JournalRecordStore: RecordStore {
     public func remove(_ path: RelativePath) { journal.append(.remove(key: path.bytes)) }
     public func commit() throws { try journal.commit() }
 
-    public func compactIfNeeded(_ all: @autoclosure () -> [RelativePath: PathRecord]) throws {
+    public func compactIfNeeded(_ all: @autoclosure () -> [(key: RelativePath, value: PathRecord)]) throws {
         guard journal.needsCompaction else { return }
         try journal.compact(liveEntries: all().lazy.map { (key: $0.key.bytes, value: PathRecordCodec.encode($0.value)) })
     }

@@ -12,7 +12,7 @@ extension SyncEngine {
         guard s.cacheLimit != nil || s.evictAfter != nil else { return 0 }
         let now = clock.wallNow
         let candidates = state.withLock { st in
-            st.index.records.compactMap { path, record -> (path: RelativePath, size: Int64, lastUse: Int64)? in
+            st.index.all.compactMap { path, record -> (path: RelativePath, size: Int64, lastUse: Int64)? in
                 guard record.base.kind == .file, !record.isPlaceholder, record.residency != .pinned else { return nil }
                 return (path, record.base.local.size, max(record.lastOpened, record.base.local.mtime))
             }

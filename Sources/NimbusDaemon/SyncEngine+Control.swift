@@ -4,7 +4,7 @@ import NimbusSystem
 extension SyncEngine {
     /// How many paths are in conflict, without building the list (`status` asks often).
     public var conflictCount: Int {
-        state.withLock { s in s.index.records.values.reduce(0) { $0 + ($1.conflictCopy == nil ? 0 : 1) } }
+        state.withLock { s in s.index.all.reduce(0) { $0 + ($1.1.conflictCopy == nil ? 0 : 1) } }
     }
 
     /// The entries directly in `directory` (or everything below it when `recursive`), sorted,

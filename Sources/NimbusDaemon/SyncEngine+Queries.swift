@@ -76,7 +76,7 @@ extension SyncEngine {
 
     public func conflicts() -> [Conflict] {
         state.withLock { s in
-            s.index.records.compactMap { path, record in record.conflictCopy.map { Conflict(path: path, conflictCopy: $0) } }
+            s.index.all.compactMap { path, record in record.conflictCopy.map { Conflict(path: path, conflictCopy: $0) } }
         }.sorted { $0.path < $1.path }
     }
 

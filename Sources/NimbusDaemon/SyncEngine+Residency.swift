@@ -75,7 +75,7 @@ extension SyncEngine {
     public func downloadModePlaceholders() {
         guard !settings.onDemand else { return }
         let paths = state.withLock { s in
-            s.index.records.filter { $0.value.isPlaceholder && $0.value.residency == .auto }.map(\.key).sorted()
+            s.index.all.filter { $0.1.isPlaceholder && $0.1.residency == .auto }.map(\.0).sorted()
         }
         guard !paths.isEmpty else { return }
         log.notice("mirror mode: downloading \(paths.count) file(s) that were placeholders")

@@ -326,8 +326,7 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
     func commit() {
         do {
             try store.commit()
-            let all = state.withLock { $0.index.records }
-            try store.compactIfNeeded(all)
+            try store.compactIfNeeded(state.withLock { $0.index.all.map { (key: $0.0, value: $0.1) } })
         } catch {
             log.error("cannot write the journal: \(error). Sync continues; changes since the last successful write will be re-checked at the next start.")
         }

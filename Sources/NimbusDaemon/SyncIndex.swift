@@ -3,31 +3,65 @@ import NimbusSystem
 
 /// The engine's in-memory view of the journal: records by path, plus each directory's
 /// children so a subtree can be found without scanning every record.
+///
+/// Records are kept densely in an array, found through a dictionary of slot numbers: a
+/// dictionary of whole records would be up to twice as large as needed, since its storage
+/// grows in powers of two (at 100 000 records, 262 144 slots of 170 bytes each).
 struct SyncIndex {
-    private(set) var records: [RelativePath: PathRecord] = [:]
+    private var slots: [RelativePath: Int32] = [:]
+    private var paths: [RelativePath] = []
+    private var values: [PathRecord] = []
     private var children: [RelativePath: Set<RelativePath>] = [:]
     /// Where each side's inode was last synced, to find the source of a rename whose
     /// destination was seen first.
     private var inodes: [Side: [UInt64: RelativePath]] = [.local: [:], .cloud: [:]]
 
     init(_ records: [RelativePath: PathRecord] = [:]) {
+        slots.reserveCapacity(records.count)
+        paths.reserveCapacity(records.count)
+        values.reserveCapacity(records.count)
         for (path, record) in records { self[path] = record }
     }
 
-    var count: Int { records.count }
+    var count: Int { paths.count }
+
+    /// Every record, in no particular order.
+    var all: Zip2Sequence<[RelativePath], [PathRecord]> { zip(paths, values) }
+
+    /// Every record as a dictionary (tests, tools); `all` does not copy.
+    var records: [RelativePath: PathRecord] { Dictionary(uniqueKeysWithValues: all) }
 
     subscript(path: RelativePath) -> PathRecord? {
-        get { records[path] }
+        get { slots[path].map { values[Int($0)] } }
         set {
-            if let old = records[path] {
+            let slot = slots[path].map(Int.init)
+            if let slot {
+                let old = values[slot]
                 for side in Side.allCases where inodes[side]![old.base[side].inode] == path {
                     inodes[side]![old.base[side].inode] = nil
                 }
             }
             if let newValue {
-                if records.updateValue(newValue, forKey: path) == nil { link(path) }
+                if let slot {
+                    values[slot] = newValue
+                } else {
+                    slots[path] = Int32(paths.count)
+                    paths.append(path)
+                    values.append(newValue)
+                    link(path)
+                }
                 for side in Side.allCases { inodes[side]![newValue.base[side].inode] = path }
-            } else if records.removeValue(forKey: path) != nil {
+            } else if let slot {
+                // The last record moves into the hole, so the array stays dense.
+                let last = paths.count - 1
+                if slot != last {
+                    paths[slot] = paths[last]
+                    values[slot] = values[last]
+                    slots[paths[slot]] = Int32(slot)
+                }
+                paths.removeLast()
+                values.removeLast()
+                slots[path] = nil
                 unlink(path)
             }
         }
@@ -38,8 +72,8 @@ struct SyncIndex {
 
     /// `root` (if recorded) and every recorded path below it.
     func subtree(_ root: RelativePath) -> [RelativePath] {
-        if root.isRoot { return Array(records.keys) }
-        var result: [RelativePath] = records[root] == nil ? [] : [root]
+        if root.isRoot { return paths }
+        var result: [RelativePath] = slots[root] == nil ? [] : [root]
         var stack = [root]
         while let dir = stack.popLast() {
             for child in children[dir] ?? [] {
@@ -52,7 +86,7 @@ struct SyncIndex {
 
     /// Moves the records of `from` and everything below it to `to`.
     mutating func rekey(from: RelativePath, to: RelativePath) {
-        let moved = subtree(from).map { ($0, records[$0]!) }
+        let moved = subtree(from).map { ($0, self[$0]!) }
         for (path, _) in moved { self[path] = nil }
         for (path, record) in moved { self[path.rebased(from: from, to: to)!] = record }
     }

@@ -1,4 +1,5 @@
 import Dispatch
+import CNimbus
 import Glibc
 
 /// Small facts and services about the running process, so executables need not import Glibc.
@@ -21,6 +22,13 @@ public enum ProcessSupport {
             guard bytes.count <= limit else { throw Errno(rawValue: EFBIG).at("read", path) }
             return bytes
         }
+    }
+
+    /// Hands memory freed after a large pass back to the system. glibc keeps freed heap
+    /// pages for reuse, so without this the resident size stays at the peak of the biggest
+    /// pass ever made. The corresponding C function is `malloc_trim`.
+    public static func returnFreeMemory() {
+        _ = CNimbus.malloc_trim(0)
     }
 
     /// Delivers `signals` to `handler` on `queue` instead of their default action.

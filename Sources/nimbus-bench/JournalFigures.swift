@@ -90,7 +90,7 @@ struct JournalFigures {
                 if compacts {
                     var all: [RelativePath: PathRecord] = [:]
                     for (path, record) in entries { all[path] = record }
-                    try store.compactIfNeeded(all)
+                    try store.compactIfNeeded(Array(all))
                 }
                 try store.close()
             }

@@ -20,7 +20,7 @@ final class MemoryRecordStore: RecordStore, @unchecked Sendable {
         for (path, record) in pending { committed[path] = record }
         pending = []
     }
-    func compactIfNeeded(_ all: @autoclosure () -> [RelativePath: PathRecord]) throws {}
+    func compactIfNeeded(_ all: @autoclosure () -> [(key: RelativePath, value: PathRecord)]) throws {}
     /// A crash: uncommitted changes vanish.
     func dropPending() { pending = [] }
 }
