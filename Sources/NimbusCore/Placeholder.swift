@@ -27,7 +27,7 @@ public enum Placeholder {
 
     /// The text of the placeholder for `path`, whose cloud file is `cloud`.
     public static func contents(for path: RelativePath, cloud: FileMetadata) -> [UInt8] {
-        let quoted = "'" + path.description.replacingAll("'", with: "'\\''") + "'"
+        let quoted = shellQuoted(path.bytes)
         return Array("""
             \(signature): this file stands for a file kept in the cloud.
             [placeholder]
@@ -56,6 +56,25 @@ public enum Placeholder {
             return nil
         }
         return (size, values["name"]!)
+    }
+
+    /// `path` as one shell word that names exactly its bytes: single quotes, or bash's
+    /// `$'…'` with escapes when it holds control characters or bytes that are not UTF-8 (a
+    /// newline would also split the placeholder's text).
+    static func shellQuoted(_ bytes: [UInt8]) -> String {
+        if let text = String(validating: bytes, as: UTF8.self), !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            return "'" + text.replacingAll("'", with: "'\\''") + "'"
+        }
+        let hex = Array("0123456789abcdef".utf8)
+        var escaped: [UInt8] = Array("$'".utf8)
+        for byte in bytes {
+            switch byte {
+            case UInt8(ascii: "'"), UInt8(ascii: "\\"): escaped += [UInt8(ascii: "\\"), byte]
+            case 0x20..<0x7f: escaped.append(byte)
+            default: escaped += [UInt8(ascii: "\\"), UInt8(ascii: "x"), hex[Int(byte >> 4)], hex[Int(byte & 15)]]
+            }
+        }
+        return String(decoding: escaped + [UInt8(ascii: "'")], as: UTF8.self)
     }
 
     /// The xattrs a placeholder carries.

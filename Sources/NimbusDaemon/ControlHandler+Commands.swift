@@ -263,6 +263,8 @@ extension ControlHandler {
             case .inUse:
                 return RPCError(.inUse, "the file is open in a program", reason: error.message,
                                 suggestion: "close it (see 'fuser -v' or 'lsof' for which program) and try again")
+            case .paused:
+                return RPCError(.paused, "sync is paused", reason: error.message, suggestion: "run 'nimbusctl resume' first")
             case .noSpace:
                 return RPCError(.noSpace, "not enough free space", reason: error.message,
                                 suggestion: "free some space or evict files with 'nimbusctl evict'")

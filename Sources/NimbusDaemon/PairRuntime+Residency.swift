@@ -7,22 +7,25 @@ extension PairRuntime {
     public typealias DownloadCompletion = @Sendable (Result<EntryInfo?, any Error>) -> Void
 
     /// Downloads `path` on the engine thread. Requests for a path whose download is already
-    /// waiting or running join it: one copy, every requester answered with its result.
+    /// waiting or running join it: one copy, every requester answered with its result. A
+    /// person's request that joins an automatic one lends it the person's free-space rule.
     public func download(_ path: RelativePath, _ request: SyncEngine<DiskFileSystem>.DownloadRequest,
                          completion: @escaping DownloadCompletion) {
         let isFirst = downloads.withLock { waiting in
-            waiting[path, default: []].append(completion)
-            return waiting[path]!.count == 1
+            let isFirst = waiting[path] == nil
+            waiting[path, default: PendingDownload(request: request)].join(request, completion)
+            return isFirst
         }
         guard isFirst else { return }
         perform { [self] in
+            let request = downloads.withLock { $0[path]?.request } ?? request
             let result: Result<EntryInfo?, any Error>
             if paused {
-                result = .failure(EngineRequestError(kind: .failed, message: "sync is paused; run 'nimbusctl resume' first"))
+                result = .failure(EngineRequestError(kind: .paused, message: "sync is paused, so \(path) is not downloaded now"))
             } else {
                 result = Result { try engine.download(path, request) }
             }
-            let waiting = downloads.withLock { $0.removeValue(forKey: path) ?? [] }
+            let waiting = downloads.withLock { $0.removeValue(forKey: path)?.completions ?? [] }
             for completion in waiting { completion(result) }
         }
     }
@@ -31,7 +34,7 @@ extension PairRuntime {
     /// rate limit), a real file's last use is noted for the cache budget.
     func opened(_ path: RelativePath) {
         guard let target = Placeholder.target(of: path),
-              engine.state.withLock({ $0.index[target]?.isPlaceholder == true && $0.index[path] == nil }) else {
+              engine.state.withLock({ $0.index[target]?.isPlaceholder == true && $0.index[path]?.isPlaceholder != false }) else {
             return engine.noteOpened(path)
         }
         guard options.hydrateOnOpen, options.openRateLimit > 0, !paused else { return }
@@ -58,4 +61,15 @@ extension PairRuntime {
     }
 
     static var cacheCheckInterval: Int64 { 600_000_000_000 }
+}
+
+/// A download asked for and not finished: who waits, and the strongest rule asked for.
+struct PendingDownload {
+    var request: SyncEngine<DiskFileSystem>.DownloadRequest
+    var completions: [PairRuntime.DownloadCompletion] = []
+
+    mutating func join(_ request: SyncEngine<DiskFileSystem>.DownloadRequest, _ completion: @escaping PairRuntime.DownloadCompletion) {
+        if request == .explicit { self.request = .explicit }
+        completions.append(completion)
+    }
 }

@@ -45,7 +45,7 @@ public final class PairRuntime: @unchecked Sendable {
     /// Set before the watchers are woken at shutdown, so their threads do not wait again.
     let stopping = Atomic<Bool>(false)
     /// Who waits for each download requested and not finished yet.
-    let downloads = Mutex<[RelativePath: [DownloadCompletion]]>([:])
+    let downloads = Mutex<[RelativePath: PendingDownload]>([:])
     var openLimiter: RateLimiter
     var nextCacheCheck: Int64 = 0
 

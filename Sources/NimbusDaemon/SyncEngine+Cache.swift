@@ -13,7 +13,8 @@ extension SyncEngine {
         let now = clock.wallNow
         let candidates = state.withLock { st in
             st.index.all.compactMap { path, record -> (path: RelativePath, size: Int64, lastUse: Int64)? in
-                guard record.base.kind == .file, !record.isPlaceholder, record.residency != .pinned else { return nil }
+                guard record.base.kind == .file, !record.isPlaceholder, record.residency != .pinned,
+                      Placeholder.file(for: path) != nil else { return nil }
                 return (path, record.base.local.size, max(record.lastOpened, record.base.local.mtime))
             }
         }.filter { !isPinnedByFolder($0.path) }.sorted { $0.lastUse < $1.lastUse }

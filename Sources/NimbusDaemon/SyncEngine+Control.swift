@@ -22,7 +22,7 @@ extension SyncEngine {
             found.compactMap { item -> EntryInfo? in
                 // A placeholder is listed as the file it stands for.
                 if let target = Placeholder.target(of: item.path), let record = s.index[target], record.isPlaceholder,
-                   s.index[item.path] == nil {
+                   s.index[item.path]?.isPlaceholder != false {
                     return Self.describe(target, current: nil, record: record, transient: s.transient[target])
                 }
                 return Self.describe(item.path, current: item.metadata, record: s.index[item.path], transient: s.transient[item.path])

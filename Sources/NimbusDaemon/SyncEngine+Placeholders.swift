@@ -19,16 +19,20 @@ extension SyncEngine {
     /// Replaces placeholder files in `views.local` by the files they stand for.
     func foldPlaceholders(_ views: inout Views) {
         restoreSuffixes(&views)
+        // Shorter names first: `x.nimbus` (the placeholder of `x`) is folded before
+        // `x.nimbus.nimbus` (that of a cloud file named `x.nimbus`) looks for a real file there.
         let candidates = views.local.filter { $0.value.kind == .file && Placeholder.target(of: $0.key) != nil }
+            .sorted { $0.key.bytes.count < $1.key.bytes.count }
         guard !candidates.isEmpty else { return }
         for (found, meta) in candidates {
             var file = found
             var target = Placeholder.target(of: file)!
-            let (atTarget, tracked, byInode) = state.withLock { s -> (PathRecord?, Bool, (RelativePath, PathRecord)?) in
+            let (atTarget, synced, byInode) = state.withLock { s -> (PathRecord?, PathRecord?, (RelativePath, PathRecord)?) in
                 let moved = s.index.path(ofInode: meta.inode, on: .local).flatMap { path in s.index[path].map { (path, $0) } }
-                return (s.index[target], s.index[file] != nil, moved)
+                return (s.index[target], s.index[file], moved)
             }
-            if tracked { continue }  // A file of the user's that happens to end in .nimbus.
+            // A synced file of its own that happens to end in .nimbus (not a placeholder's file).
+            if let synced, !synced.isPlaceholder { continue }
             let record: PathRecord
             var recordPath = target
             if let atTarget, atTarget.isPlaceholder {
@@ -46,6 +50,16 @@ extension SyncEngine {
                     }
                     (file, target) = renamed
                 }
+            } else if let atTarget, views.local[target] == nil, atTarget.base.kind == .file,
+                      views.cloud[target]?.isUnchanged(from: atTarget.base.cloud) == true,
+                      (try? local.readFile(file, limit: Placeholder.maximumSize)) == Placeholder.contents(for: target, cloud: atTarget.base.cloud) {
+                // Evicted, and stopped before the journal said so: the placeholder is ours.
+                var adopted = atTarget
+                adopted.base = BaseEntry(local: meta, cloud: atTarget.base.cloud)
+                adopted.isPlaceholder = true
+                setRecord(target, adopted)
+                views.base[target] = adopted.base
+                record = adopted
             } else {
                 switch isPlaceholderFile(file) {
                 case true?:
@@ -156,13 +170,16 @@ extension SyncEngine {
     /// Whether a cloud file at `path` is downloaded rather than shown as a placeholder: in
     /// mirror mode unless evicted; in on-demand mode only when it or a folder above it is pinned.
     func keepsLocalCopy(_ path: RelativePath) -> Bool {
-        let onDemand = settings.onDemand
-        return state.withLock { s in
-            if let record = s.index[path] {
-                if record.residency == .pinned { return true }
-                if record.residency == .evicted { return false }
-            }
-            guard onDemand else { return true }
+        if let record = state.withLock({ $0.index[path] }) {
+            if record.residency == .pinned { return true }
+            if record.residency == .evicted { return false }
+        }
+        return !settings.onDemand || isPinnedByFolder(path)
+    }
+
+    /// Whether a folder above `path` is pinned.
+    func isPinnedByFolder(_ path: RelativePath) -> Bool {
+        state.withLock { s in
             var folder = path.parent
             while !folder.isRoot {
                 if s.index[folder]?.residency == .pinned { return true }

@@ -31,7 +31,7 @@ public enum ConflictChoice: String, Sendable, CaseIterable {
 }
 
 public struct EngineRequestError: Error, Hashable, Sendable, CustomStringConvertible {
-    public enum Kind: String, Sendable { case notFound, notInConflict, invalidArgument, failed, busy, notInSync, pinned, inUse, noSpace }
+    public enum Kind: String, Sendable { case notFound, notInConflict, invalidArgument, failed, busy, notInSync, pinned, inUse, noSpace, paused }
     public var kind: Kind
     public var message: String
     public var description: String { message }

@@ -123,7 +123,11 @@ extension SyncEngine {
     }
 
     func evictFile(_ path: RelativePath, openFiles: Set<FileIdentity>, automatic: Bool) throws {
-        guard let record = state.withLock({ $0.index[path] }), let file = Placeholder.file(for: path) else { return }
+        guard let record = state.withLock({ $0.index[path] }) else { return }
+        guard let file = Placeholder.file(for: path) else {
+            throw EngineRequestError(kind: .invalidArgument, message: "\(path) cannot be evicted: its name leaves no room for "
+                                     + "the .nimbus of a placeholder (255 bytes at most), so it is always kept here")
+        }
         if record.residency == .pinned || isPinnedByFolder(path) {
             throw EngineRequestError(kind: .pinned, message: "\(path) is pinned: unpin it first (nimbusctl unpin)")
         }
@@ -149,17 +153,22 @@ extension SyncEngine {
             local.discard(prepared)
             throw error
         }
-        do {
-            try removeUnchanged(path, expected: record.base.local)
-        } catch {
-            try? local.removeFile(file)
-            throw error
-        }
+        // Journaled before the file goes: a crash in between leaves the file beside its
+        // placeholder, which the next start adopts again (never a deletion).
         updateRecord(path) { record in
             record.base = BaseEntry(local: placeholder, cloud: there)
             record.isPlaceholder = true
             // Kept a placeholder until asked for again, also in mirror mode.
             record.residency = .evicted
+        }
+        commit()
+        do {
+            try removeUnchanged(path, expected: record.base.local)
+        } catch {
+            setRecord(path, record)
+            try? local.removeFile(file)
+            commit()
+            throw error
         }
         log.info("evicted \(path)\(automatic ? " (cache budget)" : ""): \(Self.bytes(here.size)) freed")
         emit(.stateChanged(path, .notDownloaded))
@@ -180,6 +189,10 @@ extension SyncEngine {
     /// Marks `path` (a file or a folder) as always kept locally and downloads what is only a
     /// placeholder below it.
     public func pin(_ path: RelativePath) throws -> EntryInfo? {
+        guard !path.isRoot else {
+            throw EngineRequestError(kind: .invalidArgument, message: "the whole folder cannot be pinned: to keep every file here, "
+                                     + "run nimbusd in mirror mode (mode = mirror in [pair])")
+        }
         let target = try residentPath(path)
         updateRecord(target) { $0.residency = .pinned }
         commit()
@@ -193,17 +206,6 @@ extension SyncEngine {
         for path in pinned { updateRecord(path) { $0.residency = .auto } }
         commit()
         return entry(target)
-    }
-
-    func isPinnedByFolder(_ path: RelativePath) -> Bool {
-        state.withLock { s in
-            var folder = path.parent
-            while !folder.isRoot {
-                if s.index[folder]?.residency == .pinned { return true }
-                folder = folder.parent
-            }
-            return false
-        }
     }
 
     /// The synced path a request names: `report.pdf.nimbus` names `report.pdf`.

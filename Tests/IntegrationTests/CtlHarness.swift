@@ -80,7 +80,7 @@ enum CtlHarness {
     }
 
     /// Polls `check` until it returns nil or `timeout` passes; `check` says what is missing.
-    static func eventually(_ what: String, timeout: Duration = .seconds(15),
+    static func eventually(_ what: String, timeout: Duration = .seconds(15), interval: Duration = .milliseconds(20),
                            _ check: () async throws -> String?) async throws {
         let deadline = ContinuousClock.now + timeout
         var last = "not checked"
@@ -92,7 +92,7 @@ enum CtlHarness {
                 last = "\(error)"
             }
             if ContinuousClock.now >= deadline { break }
-            try await Task.sleep(for: .milliseconds(20))
+            try await Task.sleep(for: interval)
         }
         throw CtlFailure(description: "timed out after \(timeout) waiting for \(what); last: \(last)")
     }

@@ -193,24 +193,13 @@ final class PlaceholderDaemon {
     /// Polls `check` until it returns nil or the deadline passes; `check` says what is missing.
     func eventually(_ what: String, timeout: Duration = .seconds(10), interval: Duration = .milliseconds(10),
                     _ check: () async throws -> String?) async throws {
-        let deadline = ContinuousClock.now + timeout
-        var last = "not checked"
-        while true {
-            do {
-                guard let missing = try await check() else { return }
-                last = missing
-            } catch {
-                last = "\(error)"
-            }
-            if ContinuousClock.now >= deadline { break }
-            try await Task.sleep(for: interval)
+        do {
+            try await CtlHarness.eventually(what, timeout: timeout, interval: interval, check)
+        } catch let timedOut as CtlFailure {
+            throw failure(timedOut.description)
         }
-        throw failure("timed out after \(timeout) waiting for: \(what)\nlast state: \(last)")
     }
 
-    // MARK: nimbusctl
-
-    /// Runs `nimbusctl --socket SOCKET arguments…` on a thread of its own.
     func ctl(_ arguments: [String], environment extra: [String: String] = [:]) async throws -> CtlResult {
         let arguments = ["--socket", socketPath] + arguments
         let environment = environment.merging(extra) { $1 }

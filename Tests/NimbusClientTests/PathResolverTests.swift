@@ -71,10 +71,4 @@ struct PathResolverTests {
         #expect(resolver(cwd: "/tmp").localPath("a/b") == "/home/ann/Nimbus/a/b")
         #expect(resolver(cwd: "/tmp").localPath("") == root)
     }
-
-    @Test func placeholdersNameTheirFile() {
-        #expect(PathResolver.strippingPlaceholderSuffix("a/report.pdf.nimbus") == "a/report.pdf")
-        #expect(PathResolver.strippingPlaceholderSuffix("report.pdf") == "report.pdf")
-        #expect(PathResolver.strippingPlaceholderSuffix("a/.nimbus") == "a/.nimbus")
-    }
 }

@@ -126,3 +126,25 @@ private func file(size: Int64, inode: UInt64 = 1) -> FileMetadata {
         #expect(Placeholder.parse(Array(placeholder.dropLast())) == nil)
     }
 }
+
+@Suite struct PlaceholderNameTests {
+    @Test func everyNameGivesAParsablePlaceholderWithAShellWordForIt() throws {
+        var random = SystemRandomNumberGenerator()
+        let seed = UInt64.random(in: 0 ... .max, using: &random)
+        print("placeholder names: seed \(seed)")
+        var state = seed
+        func next() -> UInt8 {
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            return UInt8(truncatingIfNeeded: state >> 33)
+        }
+        for _ in 0..<2_000 {
+            let bytes = (0..<Int(next() % 20 + 1)).map { _ in next() }.filter { $0 != 0 && $0 != UInt8(ascii: "/") }
+            guard let path = try? RelativePath(validating: bytes.isEmpty ? [UInt8(ascii: "x")] : bytes) else { continue }
+            let text = Placeholder.contents(for: path, cloud: file(size: 9))
+            #expect(Placeholder.parse(text)?.size == 9, "seed \(seed): \(path.bytes)")
+        }
+        #expect(Placeholder.shellQuoted(Array("two\nlines".utf8)) == "$'two\\x0alines'")
+        #expect(Placeholder.shellQuoted([0x63, 0xe9]) == "$'c\\xe9'")
+        #expect(Placeholder.shellQuoted(Array("it's".utf8)) == "'it'\\''s'")
+    }
+}

@@ -91,14 +91,6 @@ struct PathResolver: Sendable {
         relative.isEmpty ? localRoot : (localRoot == "/" ? "/" : localRoot + "/") + relative
     }
 
-    /// The file a placeholder stands for: `report.pdf.nimbus` → `report.pdf` (DESIGN §5), so
-    /// that `nimbusctl open` works on what a file manager shows.
-    static func strippingPlaceholderSuffix(_ path: String) -> String {
-        let suffix = ".nimbus"
-        guard path.hasSuffix(suffix), let name = path.split(separator: "/").last, name.count > suffix.count else { return path }
-        return String(path.dropLast(suffix.count))
-    }
-
     func outside(_ argument: String, resolved: String) -> UsageError {
         UsageError(message: "'\(argument)' is outside the synced folder",
                    reason: "it resolves to \(resolved), and nimbusctl only knows files inside \(localRoot)",

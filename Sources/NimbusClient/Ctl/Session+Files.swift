@@ -26,10 +26,18 @@ extension Session {
     /// Downloads every path at once; with a progress bar on a terminal; waits for all unless
     /// `--no-wait`.
     func download(_ arguments: [String], wait: Bool) async throws -> Int32 {
-        let paths = try arguments.map { try resolver.protocolPath(PathResolver.strippingPlaceholderSuffix($0)) }
         guard wait else {
-            return try await each(paths, "Started downloading") { try await connection.download($0, wait: false) }
+            return try await each(arguments, "Started downloading") { try await connection.download($0, wait: false) }
         }
+        return try await downloadWaiting(arguments).status
+    }
+
+    /// Downloads every path at once and waits; returns the exit status and the file each
+    /// path turned out to name (`report.pdf` for `report.pdf.nimbus`: the daemon decides,
+    /// since a cloud file may itself be called `x.nimbus`).
+    func downloadWaiting(_ arguments: [String]) async throws -> (status: Int32, files: [String?]) {
+        // The daemon names a placeholder's file in its answer; progress comes under that name.
+        let paths = try arguments.map { try resolver.protocolPath($0) }
         let bar = ProgressLine(console: console, enabled: style.progressBars, width: style.progressWidth)
         let watcher = style.progressBars ? try await progressWatcher(for: paths, bar: bar) : nil
         defer { watcher?.cancel() }
@@ -45,9 +53,11 @@ extension Session {
         }
         bar.clear()
         var status: Int32 = 0
+        var files = [String?](repeating: nil, count: paths.count)
         for (index, outcome) in outcomes {
             switch outcome {
             case .success(let result):
+                files[index] = result["path"]?.stringValue ?? paths[index]
                 emit(result) { "Downloaded \(paths[index].isEmpty ? "the whole folder" : paths[index])." }
             case .failure(let error as NimbusClientError) where !error.isUnreachable:
                 var failure = Failure(error)
@@ -58,7 +68,7 @@ extension Session {
                 throw error
             }
         }
-        return status
+        return (status, files)
     }
 
     /// Draws the bar from the daemon's progress notifications for files at or below `paths`.
@@ -67,7 +77,7 @@ extension Session {
         return Task {
             for await notification in stream {
                 guard case .progress(let progress) = notification.payload, progress.direction == "download",
-                      paths.contains(where: { $0.isEmpty || progress.path == $0 || progress.path.hasPrefix($0 + "/") })
+                      paths.contains(where: { $0.isEmpty || progress.path == $0 || progress.path + ".nimbus" == $0 || progress.path.hasPrefix($0 + "/") })
                 else { continue }
                 bar.update(label: progress.path, fraction: progress.fraction, detail: "")
             }
@@ -76,9 +86,8 @@ extension Session {
 
     /// Downloads the file, then hands it to the desktop's default application.
     func open(_ argument: String) async throws -> Int32 {
-        let status = try await download([argument], wait: true)
-        guard status == 0 else { return status }
-        let relative = try resolver.protocolPath(PathResolver.strippingPlaceholderSuffix(argument))
+        let (status, files) = try await downloadWaiting([argument])
+        guard status == 0, let relative = files.first ?? nil else { return status }
         let file = resolver.localPath(relative)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
