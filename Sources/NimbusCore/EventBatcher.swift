@@ -28,7 +28,7 @@ public struct EventBatcher: Sendable {
     public var quietPeriod: Int64
     public var deletionQuiet: Int64
     public var maximumPending: Int
-    static let manyDeletions = 50
+    static let manyDeletions = 10
 
     private var ready: Set<RelativePath> = []
     private var writing: [RelativePath: Int64] = [:]

@@ -55,7 +55,7 @@ import NimbusSystem
 
     @Test func aLargeRmWaitsLongerForItsStragglers() {
         var batcher = EventBatcher(quietPeriod: 100, deletionQuiet: 10)
-        let paths = (0..<60).map { try! RelativePath(validating: "f\($0)") }
+        let paths = (0..<12).map { try! RelativePath(validating: "f\($0)") }
         for path in paths { batcher.add(.deleted(path), now: 0) }
         // A pause a little longer than the usual quiet does not split the batch.
         #expect(batcher.take(now: 20) == nil)
