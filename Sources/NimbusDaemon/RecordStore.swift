@@ -22,7 +22,7 @@ public final class JournalRecordStore: RecordStore {
     /// decode are dropped (their paths are rescanned and re-recorded), never fatal.
     public static func open(directory: SystemPath) throws -> (JournalRecordStore, [RelativePath: PathRecord]) {
         var records: [RelativePath: PathRecord] = [:]
-        let journal = try Journal.open(directory: directory) { record in
+        let journal = try Journal.open(directory: directory, expecting: { records.reserveCapacity($0) }) { record in
             switch record {
             case .put(let key, let value):
                 guard let path = try? RelativePath(validating: key) else { return }

@@ -3,9 +3,7 @@ import NimbusSystem
 
 extension SyncEngine {
     /// How many paths are in conflict, without building the list (`status` asks often).
-    public var conflictCount: Int {
-        state.withLock { s in s.index.all.reduce(0) { $0 + ($1.1.conflictCopy == nil ? 0 : 1) } }
-    }
+    public var conflictCount: Int { state.withLock { $0.index.conflicts } }
 
     /// The entries directly in `directory` (or everything below it when `recursive`), sorted,
     /// for the control protocol's `list`: from the scan's metadata and one look at the index

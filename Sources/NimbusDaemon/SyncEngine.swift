@@ -229,6 +229,7 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
         }
         state.withLock { s in
             for folder in ancestors { if let base = s.index[folder]?.base { views.base[folder] = base } }
+            if roots == [.root] { views.base.reserveCapacity(s.index.count) }
             for root in roots {
                 for path in s.index.subtree(root) {
                     let base = s.index[path]!.base
@@ -249,6 +250,7 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
                         found[root] = meta
                         if meta.kind == .directory { scan = try fs.scan(root) { !excluded($0, true) } }
                     }
+                    found.reserveCapacity(found.count + (scan?.entries.count ?? 0))
                     for (path, meta) in scan?.entries ?? [] where !excluded(path, meta.kind == .directory) { found[path] = meta }
                     for (problem, path) in zip(scan?.problems ?? [], scan?.incomplete ?? []) {
                         log.warning("cannot read \(path) in the \(side) folder: \(problem.errno); it is left as it is and retried")
@@ -258,7 +260,12 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
                     log.warning("cannot scan \(root) in the \(side) folder: \(error); it will be retried")
                     unreadable.append(root)
                 }
-                if side == .local { views.local.merge(found) { $1 } } else { views.cloud.merge(found) { $1 } }
+                // Most passes have one root: the scan becomes the view as it is, without a rehash.
+                if side == .local {
+                    if views.local.isEmpty { views.local = found } else { views.local.merge(found) { $1 } }
+                } else {
+                    if views.cloud.isEmpty { views.cloud = found } else { views.cloud.merge(found) { $1 } }
+                }
             }
         }
         // What could not be read must not look like a deletion: leave it out entirely.

@@ -15,6 +15,9 @@ struct SyncIndex {
     /// Where each side's inode was last synced, to find the source of a rename whose
     /// destination was seen first.
     private var inodes: [Side: [UInt64: RelativePath]] = [.local: [:], .cloud: [:]]
+    /// How many records are in conflict, kept as they change: `status` asks often, and
+    /// counting would hold the engine's lock for a walk over every record.
+    private(set) var conflicts = 0
 
     init(_ records: [RelativePath: PathRecord] = [:]) {
         slots.reserveCapacity(records.count)
@@ -37,11 +40,13 @@ struct SyncIndex {
             let slot = slots[path].map(Int.init)
             if let slot {
                 let old = values[slot]
+                if old.conflictCopy != nil { conflicts -= 1 }
                 for side in Side.allCases where inodes[side]![old.base[side].inode] == path {
                     inodes[side]![old.base[side].inode] = nil
                 }
             }
             if let newValue {
+                if newValue.conflictCopy != nil { conflicts += 1 }
                 if let slot {
                     values[slot] = newValue
                 } else {

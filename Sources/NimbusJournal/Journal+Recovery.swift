@@ -2,16 +2,19 @@ import NimbusSystem
 
 extension Journal {
     /// Opens the journal in `directory` (created with its files when missing), hands every
-    /// record found to `replay` in order, and leaves the files clean for appending.
+    /// record found to `replay` in order, and leaves the files clean for appending. Before
+    /// the first record, `expecting` is told how many records there are at most, so the
+    /// owner can make room for its map at once rather than grow it step by step.
     ///
     /// Never refuses to start because of damage: it replays what is valid, drops the rest,
     /// and says so in `recovery`. It throws only for I/O errors (and when another process
     /// has the journal open).
-    public static func open(directory path: SystemPath, replay: (JournalRecord) -> Void) throws -> Journal {
+    public static func open(directory path: SystemPath, expecting: (Int) -> Void = { _ in },
+                            replay: (JournalRecord) -> Void) throws -> Journal {
         let journal = Journal(directory: try JournalDirectory.open(path))
         do {
             try journal.directory.removeTemporaryFiles()
-            try journal.recover(replay: replay)
+            try journal.recover(expecting: expecting, replay: replay)
             return journal
         } catch {
             try? journal.close()
@@ -21,7 +24,7 @@ extension Journal {
 
     /// The snapshot then the log, each replayed up to its first damaged record; then the
     /// files are brought to a state whose replay gives exactly what was replayed now.
-    private func recover(replay: (JournalRecord) -> Void) throws {
+    private func recover(expecting: (Int) -> Void, replay: (JournalRecord) -> Void) throws {
         var report = RecoveryReport()
         defer { recovery = report }
         let snapshot = try readSnapshotIfPresent()
@@ -37,6 +40,8 @@ extension Journal {
             return
         }
 
+        expecting((snapshot.map { RecordFormat.frameCount($0, from: FileHeader.size) } ?? 0)
+                  + (logBytes.map { RecordFormat.frameCount($0, from: FileHeader.size) } ?? 0))
         let snapshotPart = replaySnapshot(snapshot, replay: replay, report: &report)
         let logPart = logBytes.map {
             replayLog($0, extending: snapshotPart.generation, replay: replay, report: &report)

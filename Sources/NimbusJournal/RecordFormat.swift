@@ -109,6 +109,22 @@ enum RecordFormat {
         return Scan(validEnd: offset, recordCount: count, damage: nil)
     }
 
+    /// How many records `bytes` holds from `start`, at most: the frames counted by their length
+    /// fields alone, without checking them (for reserving room before a `scan`).
+    static func frameCount(_ bytes: [UInt8], from start: Int) -> Int {
+        bytes.withUnsafeBytes { bytes in
+            var offset = start
+            var count = 0
+            while bytes.count - offset >= frameHeaderSize {
+                let length = readUInt32(bytes, at: offset)
+                guard length >= 1, length <= maxRecordLength else { break }
+                offset += frameHeaderSize + Int(length)
+                count += 1
+            }
+            return count
+        }
+    }
+
     static func scan(_ bytes: [UInt8], from start: Int = 0, _ visit: (JournalRecord) -> Void) -> Scan {
         bytes.withUnsafeBytes { scan($0, from: start, visit) }
     }

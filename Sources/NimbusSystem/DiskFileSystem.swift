@@ -128,8 +128,7 @@ public final class DiskFileSystem: FileSystem {
     public func removeTemporaryFiles() throws -> Int {
         try withRoot { root in
             var removed = 0
-            for (path, metadata) in try Scanner(root: root).scan(.root, descend: { _ in true }).entries
-            where metadata.kind != .directory && TemporaryName.isTemporary(path.name) {
+            for path in try attributing("open", ".", { try TemporarySweep(root: root).temporaryFiles() }) {
                 do {
                     try attributing("unlink", path.shown) {
                         try root.withParent(of: path) { directory, name in try directory.removeFile(name) }

@@ -1,3 +1,5 @@
+import Glibc
+
 /// A validated path inside a sync root: raw bytes, components separated by "/", no empty,
 /// "." or ".." component, no NUL, not absolute. The empty path is the root itself.
 ///
@@ -23,6 +25,12 @@ public struct RelativePath: Hashable, Sendable, Comparable, CustomStringConverti
 
     /// Validates `bytes`. Leading "./" and trailing "/" are tolerated and removed.
     public init(validating input: [UInt8]) throws {
+        // Most input is already in canonical form (paths Nimbus wrote itself, in its journal
+        // or on the wire): one pass over it, and its bytes are kept as they are.
+        if Self.isCanonical(input) {
+            self.bytes = input
+            return
+        }
         let slash = UInt8(ascii: "/"), dot = UInt8(ascii: ".")
         if input.contains(0) { throw Invalid.nulByte }
         if input.count > 4096 { throw Invalid.tooLong }
@@ -43,6 +51,30 @@ public struct RelativePath: Hashable, Sendable, Comparable, CustomStringConverti
     }
 
     public init(validating string: String) throws { try self.init(validating: Array(string.utf8)) }
+
+    /// True when `input` is exactly what `bytes` holds for some path: at most 4096 bytes, no
+    /// NUL, components separated by single slashes, none empty, "." or "..", no slash at
+    /// either end (the empty path is the root).
+    static func isCanonical(_ input: [UInt8]) -> Bool {
+        guard input.count <= 4096 else { return false }
+        let slash = UInt8(ascii: "/"), dot = UInt8(ascii: ".")
+        return input.withUnsafeBufferPointer { bytes in
+            var start = 0
+            for index in 0...bytes.count {
+                let byte = index < bytes.count ? bytes[index] : slash
+                if byte == 0 { return false }
+                guard byte == slash else { continue }
+                switch index - start {
+                case 0: return bytes.isEmpty
+                case 1: if bytes[start] == dot { return false }
+                case 2: if bytes[start] == dot && bytes[start + 1] == dot { return false }
+                default: break
+                }
+                start = index + 1
+            }
+            return true
+        }
+    }
 
     /// For bytes already known to be valid (built from validated parts).
     init(unchecked bytes: [UInt8]) { self.bytes = bytes }
@@ -98,6 +130,16 @@ public struct RelativePath: Hashable, Sendable, Comparable, CustomStringConverti
     /// The path with `old` prefix replaced by `new` (for propagating directory renames).
     public func rebased(from old: RelativePath, to new: RelativePath) -> RelativePath? {
         old.relative(self).map { new.appending($0) }
+    }
+
+    /// Compares the bytes in one go (the synthesized `==` compares them one at a time, which
+    /// showed up in profiles of path-keyed dictionaries).
+    public static func == (a: RelativePath, b: RelativePath) -> Bool {
+        a.bytes.withUnsafeBytes { x in
+            b.bytes.withUnsafeBytes { y in
+                x.count == y.count && (x.count == 0 || memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0)
+            }
+        }
     }
 
     /// Hashes the bytes in one go (the synthesized hash feeds them one at a time, which showed

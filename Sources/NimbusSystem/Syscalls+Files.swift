@@ -11,12 +11,18 @@ extension Sys {
     /// hundreds of thousands of names and copies each one once, into the path it builds.
     /// The corresponding C function is `readdir`.
     static func nextDirectoryEntryName(_ stream: OpaquePointer) throws -> UnsafePointer<CChar>? {
+        try nextDirectoryEntry(stream)?.name
+    }
+
+    /// The next entry of a directory stream with its `d_type` (`DT_UNKNOWN` where the
+    /// filesystem does not say); the name is valid until the next call on the stream.
+    static func nextDirectoryEntry(_ stream: OpaquePointer) throws -> (name: UnsafePointer<CChar>, type: UInt8)? {
         errno = 0  // readdir returns NULL both at the end and on error; only errno tells them apart.
         guard let entry = readdir(stream) else {
             if errno != 0 { throw Errno.current }
             return nil
         }
-        return UnsafeRawPointer(entry).advanced(by: direntNameOffset).assumingMemoryBound(to: CChar.self)
+        return (UnsafeRawPointer(entry).advanced(by: direntNameOffset).assumingMemoryBound(to: CChar.self), entry.pointee.d_type)
     }
 
     private static let direntNameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!

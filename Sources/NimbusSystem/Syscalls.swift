@@ -19,13 +19,18 @@ func check(_ result: Int32) throws {
     if result == -1 { throw Errno.current }
 }
 
-/// Calls that take a C string: the path is passed as its raw bytes, NUL-terminated.
+/// Calls that take a C string: the path is passed as its raw bytes, NUL-terminated, from a
+/// temporary buffer (on the stack for usual lengths: no allocation per call).
 @inline(__always)
 func withCPath<R>(_ path: SystemPath, _ body: (UnsafePointer<CChar>) throws -> R) throws -> R {
-    var bytes = path.bytes
-    bytes.append(0)
-    return try bytes.withUnsafeBufferPointer { buffer in
-        try buffer.withMemoryRebound(to: CChar.self) { chars in try body(chars.baseAddress!) }
+    let count = path.bytes.count
+    return try withUnsafeTemporaryAllocation(of: CChar.self, capacity: count + 1) { buffer in
+        let base = buffer.baseAddress!
+        path.bytes.withUnsafeBytes { bytes in
+            if let source = bytes.baseAddress { UnsafeMutableRawPointer(base).copyMemory(from: source, byteCount: count) }
+        }
+        base[count] = 0
+        return try body(base)
     }
 }
 

@@ -39,6 +39,21 @@ import Testing
         }
     }
 
+    @Test func openSaysHowManyRecordsToExpectBeforeReplayingThem() throws {
+        try withTemporaryDirectory { directory in
+            try writeJournal(directory, groups: [[put("a", "1"), put("b", "2")], [remove("a")]])
+            var expected: [Int] = []
+            var replayedBefore = -1
+            var replayed = 0
+            let journal = try Journal.open(directory: directory.path, expecting: { count in
+                expected.append(count)
+                replayedBefore = replayed
+            }) { _ in replayed += 1 }
+            try journal.close()
+            #expect(expected == [3] && replayedBefore == 0 && replayed == 3)
+        }
+    }
+
     @Test func uncommittedAppendsAreGoneAfterReopen() throws {
         try withTemporaryDirectory { directory in
             let journal = try Journal.open(directory: directory.path) { _ in }

@@ -124,6 +124,22 @@ import Testing
         }
     }
 
+    /// The count made before a replay, to reserve room: every record, and never fewer than a
+    /// scan replays, whatever follows the last good record.
+    @Test func frameCountIsAnUpperBoundOfWhatAScanReplays() {
+        let encoded = RecordFormat.encode(Self.records)
+        #expect(RecordFormat.frameCount(encoded, from: 0) == Self.records.count)
+        #expect(RecordFormat.frameCount(encoded + [1, 2, 3], from: 0) == Self.records.count)
+        var flipped = encoded
+        flipped[encoded.count - 1] ^= 1
+        #expect(RecordFormat.frameCount(flipped, from: 0) >= Self.scan(flipped).scan.recordCount)
+        for cut in 0...encoded.count {
+            let prefix = Array(encoded[..<cut])
+            #expect(RecordFormat.frameCount(prefix, from: 0) >= Self.scan(prefix).scan.recordCount)
+        }
+        #expect(RecordFormat.frameCount([], from: 0) == 0 && RecordFormat.frameCount([1], from: 8) == 0)
+    }
+
     @Test func fileHeaders() throws {
         let header = FileHeader.encode(.log, generation: 0x1122_3344_5566_7788)
         #expect(header.count == FileHeader.size)

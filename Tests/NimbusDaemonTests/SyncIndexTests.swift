@@ -1,0 +1,41 @@
+import Testing
+import NimbusCore
+import NimbusSystem
+@testable import NimbusDaemon
+
+@Suite struct SyncIndexTests {
+    func path(_ text: String) -> RelativePath { try! RelativePath(validating: text) }
+
+    func record(inode: UInt64, conflict: String? = nil) -> PathRecord {
+        let meta = FileMetadata(kind: .file, size: 1, mtime: 1, mode: 0o644, inode: inode)
+        return PathRecord(base: BaseEntry(local: meta, cloud: meta), conflictCopy: conflict.map(path))
+    }
+
+    /// The conflict count `status` reports is kept as records change, not recounted.
+    @Test func conflictCountFollowsEveryChange() {
+        var index = SyncIndex()
+        index[path("a")] = record(inode: 1)
+        index[path("b")] = record(inode: 2, conflict: "b (conflict)")
+        index[path("c")] = record(inode: 3, conflict: "c (conflict)")
+        #expect(index.conflicts == 2)
+        index[path("b")] = record(inode: 2)                       // resolved
+        index[path("a")] = record(inode: 1, conflict: "a (conflict)")
+        index[path("a")] = record(inode: 1, conflict: "a (conflict 2)")  // replaced, still one
+        #expect(index.conflicts == 2)
+        index[path("c")] = nil
+        #expect(index.conflicts == 1)
+        index.rekey(from: path("a"), to: path("z"))
+        #expect(index.conflicts == 1 && index[path("z")]?.conflictCopy != nil)
+        let rebuilt = SyncIndex(index.records)
+        #expect(rebuilt.conflicts == 1 && rebuilt.count == 2)
+    }
+
+    @Test func removalKeepsTheRestReachable() {
+        var index = SyncIndex()
+        for (inode, name) in ["d", "d/x", "d/y", "e"].enumerated() { index[path(name)] = record(inode: UInt64(inode + 1)) }
+        index[path("d/x")] = nil
+        #expect(Set(index.subtree(path("d"))) == [path("d"), path("d/y")])
+        #expect(index[path("e")] != nil && index.count == 3)
+        #expect(index.path(ofInode: index[path("d/y")]!.base.local.inode, on: .local) == path("d/y"))
+    }
+}
