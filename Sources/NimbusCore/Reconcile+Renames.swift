@@ -7,7 +7,7 @@ extension Reconciler {
     /// the per-path pass sees what is left to do (e.g. a file edited inside a moved folder).
     mutating func propagateRenames(detectedOn side: Side) {
         let other = side.other
-        for (from, to) in detectRenames(on: side) {
+        for (from, to) in detectRenames(on: side, currentDifferences()[side]) {
             guard let entry = base[from], views[side]![from] == nil || views[side]![from]!.inode != entry[side].inode,
                   let moved = views[side]![to], moved.inode == entry[side].inode
             else { continue }
@@ -26,6 +26,7 @@ extension Reconciler {
                     views[other]![folder] = meta
                     settled.insert(folder)
                 }
+                differences = nil
                 moves.append(.rename(from: from, to: to, on: other, expected: otherOld))
                 rekey(from: from, to: to, views: [other])
             }
@@ -50,18 +51,21 @@ extension Reconciler {
     }
 
     /// Rename pairs on `side`, outermost only (the children of a moved directory move with it).
-    func detectRenames(on side: Side) -> [(RelativePath, RelativePath)] {
+    /// `differing` holds every path on `side` whose entry is not its base: a path whose
+    /// inode changed is among them.
+    func detectRenames(on side: Side, _ differing: [RelativePath]) -> [(RelativePath, RelativePath)] {
         let view = views[side]!
         var vanished: [UInt64: RelativePath] = [:]
         var ambiguous: Set<UInt64> = []
-        for (path, entry) in base {
-            let old = entry[side]
+        for path in differing {
+            guard let old = base[path]?[side] else { continue }
             if let current = view[path], current.inode == old.inode { continue }
             if vanished.updateValue(path, forKey: old.inode) != nil { ambiguous.insert(old.inode) }
         }
         guard !vanished.isEmpty else { return [] }
         var pairs: [(RelativePath, RelativePath)] = []
-        for (path, current) in view {
+        for path in differing {
+            guard let current = view[path] else { continue }
             if let entry = base[path], entry[side].inode == current.inode { continue }
             guard !ambiguous.contains(current.inode), let from = vanished[current.inode], from != path,
                   !from.contains(path), !path.contains(from),
@@ -94,6 +98,7 @@ extension Reconciler {
 
     /// Moves `from` and everything below it to `to` in the base and in the given views.
     mutating func rekey(from: RelativePath, to: RelativePath, views sides: [Side]) {
+        differences = nil
         base = Self.rekeyed(base, from: from, to: to)
         for side in sides {
             for path in views[side]!.keys where from.contains(path) {
@@ -117,9 +122,11 @@ extension Reconciler {
     }
 
     /// Directories with a created or modified entry somewhere below them on `side`.
-    func directoriesWithChanges(on side: Side) -> Set<RelativePath> {
+    func directoriesWithChanges(on side: Side, _ differing: [RelativePath]) -> Set<RelativePath> {
+        let view = views[side]!
         var result: Set<RelativePath> = []
-        for (path, current) in views[side]! {
+        for path in differing {
+            guard let current = view[path] else { continue }
             let change = Change.between(base: base[path]?[side], current: current)
             guard change.isChange else { continue }
             var ancestor = path.parent

@@ -49,6 +49,9 @@ struct Reconciler {
     var settled: Set<RelativePath> = []
     /// Where entries re-keyed by a planned rename still are on disk, per side.
     var origins: [Side: [RelativePath: RelativePath]] = [.local: [:], .cloud: [:]]
+    /// Per side, every path whose entry is not exactly its base (`Differences`); nil when a
+    /// rename re-keyed the maps since it was made.
+    var differences: Differences?
 
     init(base: [RelativePath: BaseEntry], local: [RelativePath: FileMetadata],
          cloud: [RelativePath: FileMetadata], hashes: SideHashes, namer: ConflictNamer) {
@@ -60,12 +63,29 @@ struct Reconciler {
 
     mutating func run() -> Plan {
         for side in Side.allCases { propagateRenames(detectedOn: side) }
-        for side in Side.allCases { changedBelow[side] = directoriesWithChanges(on: side) }
-        let paths = Set(base.keys).union(views[.local]!.keys).union(views[.cloud]!.keys).sorted()
-        for path in paths where !path.isRoot && !settled.contains(path) { reconcilePath(path) }
+        let differences = currentDifferences()
+        for side in Side.allCases { changedBelow[side] = directoriesWithChanges(on: side, differences[side]) }
+        for path in pathsToReconcile(differences) { reconcilePath(path) }
         // Deletions run children first; everything else parents first (paths are sorted so).
         plan.actions = moves + deletions.reversed() + creations + records
         return plan
+    }
+
+    /// Every path that may need an action, sorted (parents first): those that differ from
+    /// their base on either side, and those whose base is in doubt. In a large tree nearly
+    /// every path is as synced on both sides, and is not even sorted.
+    func pathsToReconcile(_ differences: Differences) -> [RelativePath] {
+        var paths = Set(differences.local).union(differences.cloud)
+        for (path, entry) in base where entry.isAmbiguous { paths.insert(path) }
+        return paths.filter { !$0.isRoot && !settled.contains($0) }.sorted()
+    }
+
+    /// The differences of the current maps, made again after a rename re-keyed them.
+    mutating func currentDifferences() -> Differences {
+        if let differences { return differences }
+        let made = Differences(base: base, local: views[.local]!, cloud: views[.cloud]!)
+        differences = made
+        return made
     }
 
     // MARK: - One path
@@ -258,5 +278,24 @@ struct Reconciler {
         create(path, on: loser, from: winnerEntry, replacing: nil)
         create(copyName, on: loser.other, from: loserEntry, replacing: nil)
         plan.conflicts.append(Conflict(path: path, conflictCopy: copyName))
+    }
+}
+
+/// Per side, the paths whose current entry is not exactly the base's (created, deleted, or
+/// any metadata changed). Found once per pass with one lookup per entry, so that the rename,
+/// folder and per-path passes look at these few paths rather than at the whole tree.
+struct Differences {
+    var local: [RelativePath] = []
+    var cloud: [RelativePath] = []
+
+    subscript(side: Side) -> [RelativePath] { side == .local ? local : cloud }
+
+    init(base: [RelativePath: BaseEntry], local: [RelativePath: FileMetadata], cloud: [RelativePath: FileMetadata]) {
+        for (path, entry) in base {
+            if local[path] != entry.local { self.local.append(path) }
+            if cloud[path] != entry.cloud { self.cloud.append(path) }
+        }
+        for (path, _) in local where base[path] == nil { self.local.append(path) }
+        for (path, _) in cloud where base[path] == nil { self.cloud.append(path) }
     }
 }

@@ -48,6 +48,9 @@ public final class PairRuntime: @unchecked Sendable {
     let downloads = Mutex<[RelativePath: PendingDownload]>([:])
     var openLimiter: RateLimiter
     var nextCacheCheck: Int64 = 0
+    /// When a halted pair next checks whether its folders are back.
+    var nextHaltedCheck: Int64 = 0
+    static let haltedCheckInterval: Int64 = 2_000_000_000
 
     enum Message: Sendable {
         case events(Side, [WatchEvent])
@@ -221,7 +224,7 @@ public final class PairRuntime: @unchecked Sendable {
             let usesCache = engine.settings.cacheLimit != nil || engine.settings.evictAfter != nil
             let deadlines = [paused ? nil : batcher.batcher.nextDeadline, engine.nextRetry, batcher.nextRescan, batcher.nextPoll,
                              usesCache && !paused ? nextCacheCheck : nil,
-                             isHalted ? clock.monotonicNow + 2_000_000_000 : nil, nextWatchdog]
+                             isHalted ? nextHaltedCheck : nil, nextWatchdog]
             for message in inbox.wait(until: deadlines.compactMap { $0 }.min(), clock: clock) {
                 switch message {
                 case .stop: return
@@ -240,9 +243,12 @@ public final class PairRuntime: @unchecked Sendable {
             }
             for path in engine.dueRetries() { batcher.batcher.add(.settled(path), now: now) }
             if !paused && !isHalted { checkCacheBudget(now: now) }
-            if now >= batcher.nextRescan || isHalted {
+            // While halted (a root missing or not ours), look again every few seconds; not at
+            // every wake-up, since looking reads the root markers, which wakes the watcher.
+            if now >= batcher.nextRescan || (isHalted && now >= nextHaltedCheck) {
                 batcher.batcher.add(.rescanAll, now: now)
                 batcher.nextRescan = now + options.rescanInterval
+                nextHaltedCheck = now + Self.haltedCheckInterval
             }
             if let poll = batcher.nextPoll, now >= poll {
                 batcher.batcher.add(.rescanAll, now: now)

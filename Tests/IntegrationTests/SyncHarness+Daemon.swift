@@ -35,6 +35,16 @@ final class SyncDaemon {
     var isRunning: Bool { process?.isRunning ?? false }
     var pid: Int32? { process?.processIdentifier }
 
+    /// CPU time (user + system) the daemon has used so far, from /proc/PID/stat.
+    func cpuSeconds() throws -> Double {
+        let pid = try #require(pid)
+        let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
+        // The fields after the command name, which is in parentheses and may hold spaces.
+        let fields = stat[stat.index(after: try #require(stat.lastIndex(of: ")")))...].split(separator: " ")
+        let ticks = Double(fields[11])! + Double(fields[12])!  // utime, stime (fields 14 and 15)
+        return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
     /// Starts the process without waiting for it to be ready.
     func launch() throws {
         guard !isRunning else { throw SyncFailure(description: "\(device) is already running") }

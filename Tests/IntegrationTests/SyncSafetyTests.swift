@@ -133,6 +133,31 @@ struct SyncSafetyTests {
         try await daemon.stop()
     }
 
+    @Test("a local folder paired with another cloud folder halts sync, and the halted daemon waits without spinning")
+    func pairedWithAnotherCloud() async throws {
+        let sandbox = try SyncSandbox("pairedWithAnotherCloud")
+        defer { sandbox.finish() }
+        let first = try sandbox.daemon(device: "alpha")
+        try F.write(F.join(first.local, "file.txt"), Array("content\n".utf8))
+        try await first.start()
+        try await sandbox.converge("first sync", first.local, first.cloud) { try E.file(first.cloud, "file.txt", "content\n") }
+        try await first.stop()
+
+        // The same local folder, now with another (new) cloud folder and a fresh state.
+        let other = try sandbox.daemon(device: "beta", local: "local", cloud: "other-cloud")
+        let mark = other.logMark
+        try await other.start()
+        _ = try await other.waitForLog("is paired with another cloud folder", since: mark)
+        #expect(try F.names(in: other.cloud).filter { !$0.hasPrefix(".nimbus") }.isEmpty, "files were copied into the other cloud folder")
+        // Halted means waiting: looking again every few seconds, not in a loop. (Looking reads
+        // the local marker, and that open wakes the watcher.)
+        let cpuBefore = try other.cpuSeconds()
+        try await Task.sleep(for: .seconds(2))
+        let cpuUsed = try other.cpuSeconds() - cpuBefore
+        #expect(cpuUsed < 0.5, "the halted daemon used \(cpuUsed) s of CPU in 2 s: it is spinning")
+        try await other.stop()
+    }
+
     @Test("two daemons on one cloud folder converge, and concurrent edits end as a conflict")
     func twoDaemonsShareOneCloud() async throws {
         let sandbox = try SyncSandbox("twoDaemons")

@@ -2,6 +2,20 @@ import Testing
 @testable import NimbusJournal
 
 @Suite struct ByteCodingTests {
+    /// A journal's buffer that grew for one big commit gives its memory back; a small one
+    /// keeps its room for the next records.
+    @Test func emptyingReleasesALargeBufferOnly() {
+        var small = ByteWriter()
+        small.writeLengthPrefixed([UInt8](repeating: 1, count: 100))
+        let room = small.bytes.capacity
+        small.removeAll()
+        #expect(small.isEmpty && small.bytes.capacity == room)
+        var large = ByteWriter()
+        large.writeLengthPrefixed([UInt8](repeating: 1, count: 10 << 20))
+        large.removeAll()
+        #expect(large.isEmpty && large.bytes.capacity <= ByteWriter.keptCapacity)
+    }
+
     static let varints: [UInt64] = [0, 1, 127, 128, 255, 300, 16_383, 16_384, 1 << 32, UInt64.max - 1, UInt64.max]
 
     static func sample() -> ByteWriter {
