@@ -189,7 +189,7 @@ public final class PairRuntime: @unchecked Sendable {
         engine.start()
         engine.downloadModePlaceholders()
         checkCacheBudget(now: clock.monotonicNow)
-        ProcessSupport.returnFreeMemory()
+        engine.returnFreeMemory()
         onReady()
         loop()
         stopping.store(true, ordering: .sequentiallyConsistent)
@@ -259,11 +259,11 @@ public final class PairRuntime: @unchecked Sendable {
             case .everything:
                 loadIgnoreRules()
                 engine.sync(nil)
-                ProcessSupport.returnFreeMemory()
+                engine.returnFreeMemory()
             case .paths(let paths):
                 if paths.contains(RootMarkers.ignoreFile) { loadIgnoreRules() }
                 engine.sync(paths)
-                if paths.count > 1_000 { ProcessSupport.returnFreeMemory() }
+                if paths.count > 1_000 { engine.returnFreeMemory() }
             }
             if !isHalted { restartMissingWatchers() }
             let line = statusLine()

@@ -5,6 +5,13 @@ extension SyncEngine {
     /// How many paths are in conflict, without building the list (`status` asks often).
     public var conflictCount: Int { state.withLock { $0.index.conflicts } }
 
+    /// Hands back what a large pass left unused: the index's spare room, then the heap's
+    /// free pages.
+    public func returnFreeMemory() {
+        state.withLock { $0.index.shrinkToFit() }
+        ProcessSupport.returnFreeMemory()
+    }
+
     /// The entries directly in `directory` (or everything below it when `recursive`), sorted,
     /// for the control protocol's `list`: from the scan's metadata and one look at the index
     /// under one lock, instead of an lstat and a lock per entry, so that a listing of 10 000

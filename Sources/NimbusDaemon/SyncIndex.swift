@@ -55,7 +55,10 @@ struct SyncIndex {
                     values.append(newValue)
                     link(path)
                 }
-                for side in Side.allCases { inodes[side]![newValue.base[side].inode] = path }
+                // The stored path, not the caller's equal copy (from a watch event, say):
+                // every map then shares one buffer per path instead of holding copies.
+                let stored = paths[slot ?? paths.count - 1]
+                for side in Side.allCases { inodes[side]![newValue.base[side].inode] = stored }
             } else if let slot {
                 // The last record moves into the hole, so the array stays dense.
                 let last = paths.count - 1
@@ -70,6 +73,14 @@ struct SyncIndex {
                 unlink(path)
             }
         }
+    }
+
+    /// Gives back the room the record arrays grew into (up to twice their count) once a
+    /// large pass is over: at 100 000 records that is several megabytes.
+    mutating func shrinkToFit() {
+        guard values.capacity > values.count + values.count / 8 + 64 else { return }
+        values = values.withUnsafeBufferPointer { Array($0) }
+        paths = paths.withUnsafeBufferPointer { Array($0) }
     }
 
     /// The synced path whose entry on `side` had `inode`.

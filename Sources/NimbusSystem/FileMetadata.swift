@@ -18,13 +18,15 @@ public enum FileKind: UInt8, Sendable, Hashable, Codable, CustomStringConvertibl
 /// What `lstat` says about one entry, plus a symlink's target (read separately).
 /// `mtime` is nanoseconds since the epoch; `mode` holds the permission bits only.
 public struct FileMetadata: Hashable, Sendable {
-    public var kind: FileKind
+    // Eight-byte fields first, the small ones last: no padding between them (the index
+    // holds two of these per synced path).
     public var size: Int64
     public var mtime: Int64
-    public var mode: UInt32
     public var inode: UInt64
     public var device: UInt64
     public var symlinkTarget: [UInt8]?
+    public var mode: UInt32
+    public var kind: FileKind
 
     public init(kind: FileKind, size: Int64, mtime: Int64, mode: UInt32, inode: UInt64 = 0,
                 device: UInt64 = 0, symlinkTarget: [UInt8]? = nil) {

@@ -38,4 +38,14 @@ import NimbusSystem
         #expect(index[path("e")] != nil && index.count == 3)
         #expect(index.path(ofInode: index[path("d/y")]!.base.local.inode, on: .local) == path("d/y"))
     }
+
+    @Test func shrinkingAfterALargePassKeepsEveryRecord() {
+        var index = SyncIndex()
+        for n in 0..<1_000 { index[path("f\(n)")] = record(inode: UInt64(n + 1)) }
+        for n in 100..<1_000 { index[path("f\(n)")] = nil }
+        index.shrinkToFit()
+        #expect(index.count == 100 && (0..<100).allSatisfy { index[path("f\($0)")]?.base.local.inode == UInt64($0 + 1) })
+        index[path("g")] = record(inode: 5_000)
+        #expect(index.count == 101 && index.path(ofInode: 5_000, on: .cloud) == path("g"))
+    }
 }
