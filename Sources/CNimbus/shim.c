@@ -11,6 +11,8 @@
 #include <linux/openat2.h>
 #include <sys/syscall.h>
 #include <string.h>
+#include <signal.h>
+#include <spawn.h>
 
 const unsigned int CNIMBUS_RENAME_NOREPLACE = RENAME_NOREPLACE;
 const unsigned int CNIMBUS_RENAME_EXCHANGE = RENAME_EXCHANGE;
@@ -70,4 +72,22 @@ int cnimbus_probe_read_lease(int fd) {
         return 1;
     }
     return (errno == EAGAIN || errno == EBUSY) ? 0 : -1;
+}
+
+int cnimbus_spawnp(pid_t *pid, const char *file, char *const argv[], char *const envp[]) {
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attributes;
+    sigset_t all, none;
+    sigfillset(&all);
+    sigemptyset(&none);
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+    posix_spawnattr_init(&attributes);
+    posix_spawnattr_setsigdefault(&attributes, &all);
+    posix_spawnattr_setsigmask(&attributes, &none);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+    int result = posix_spawnp(pid, file, &actions, &attributes, argv, envp);
+    posix_spawnattr_destroy(&attributes);
+    posix_spawn_file_actions_destroy(&actions);
+    return result;
 }

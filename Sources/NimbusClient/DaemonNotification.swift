@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import NimbusProtocol
 
 /// A notification from the daemon (PROTOCOL.md, "Notifications"): sent after `watch`, and

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import NimbusProtocol
 
 /// Any JSON value. The client keeps what the daemon sent in this form next to the typed

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import NimbusProtocol
 
 /// Everything that can go wrong when talking to the daemon. Like the daemon's own errors,

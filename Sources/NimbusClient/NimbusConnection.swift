@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import NimbusProtocol
 import NimbusSystem
 
@@ -79,11 +79,8 @@ public final class NimbusConnection: Sendable {
         let uid = ProcessSupport.userID
         let directory = Locations.socketDirectory(environment: environment, uid: uid)
         guard directory.hasPrefix("/tmp/"), socketPath.hasPrefix(directory + "/"),
-              let attributes = try? FileManager.default.attributesOfItem(atPath: directory) else { return }
-        let owner = (attributes[.ownerAccountID] as? NSNumber)?.uint32Value
-        let mode = (attributes[.posixPermissions] as? NSNumber)?.uint16Value ?? 0
-        let isDirectory = attributes[.type] as? FileAttributeType == .typeDirectory
-        guard !isDirectory || owner != uid || mode & 0o077 != 0 else { return }
+              let found = ProcessSupport.ownerAndMode(directory) else { return }
+        guard !found.isDirectory || found.owner != uid || found.mode & 0o077 != 0 else { return }
         throw NimbusClientError.unreachable(
             socketPath: socketPath,
             cause: "\(directory) is not a private folder of yours (it must be a directory owned by uid \(uid) with mode 0700), so a socket in it may belong to someone else")

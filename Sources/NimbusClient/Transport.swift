@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import NimbusProtocol
 import NimbusSystem
 import Synchronization
@@ -33,9 +33,7 @@ final class Transport: Sendable {
     }
 
     func start() {
-        let thread = Thread { [self] in readLoop() }
-        thread.name = "NimbusClient reader"
-        thread.start()
+        ProcessSupport.detachThread { [self] in readLoop() }
     }
 
     /// Sends one request and waits for its response line (an error response is thrown as

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The JSON-RPC 2.0 envelope of the control protocol (DESIGN §7, PROTOCOL.md): one object
 /// per line. Requests carry an `id` and get exactly one response with the same `id`;

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import NimbusSystem
 
 /// A path as it travels on the wire (PROTOCOL.md, "Paths"): relative to the local folder,

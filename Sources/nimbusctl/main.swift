@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import NimbusClient
 
 // nimbusctl: the control tool of the Nimbus sync daemon. Everything lives in NimbusClient

@@ -1,4 +1,5 @@
 @testable import NimbusClient
+import NimbusSystem
 import Testing
 
 /// `nimbusctl lock` on the command line: what it accepts, what it refuses (exit status 2),
@@ -86,9 +87,11 @@ struct LockCommandTests {
         #expect(fish.contains("__fish_seen_subcommand_from lock\" -l wait -x"))
     }
 
-    @Test func exitStatusOfTheCommand() {
-        #expect(LockCommand.exitStatus(reason: .exit, status: 3) == 3)
-        #expect(LockCommand.exitStatus(reason: .uncaughtSignal, status: 9) == 137)
+    /// The command's status as a shell gives it: its exit code, or 128 + N for signal N.
+    @Test func exitStatusOfTheCommand() throws {
+        #expect(try ChildProcess.wait(try ChildProcess.spawn("sh", arguments: ["-c", "exit 3"])) == 3)
+        #expect(try ChildProcess.wait(try ChildProcess.spawn("sh", arguments: ["-c", "kill -9 $$"])) == 137)
+        #expect(throws: Errno.noSuchFile) { try ChildProcess.spawn("nimbus-no-such-program", arguments: []) }
     }
 
     @Test func findsProgramsLikeExecvp() {

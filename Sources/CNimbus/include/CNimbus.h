@@ -23,6 +23,11 @@ int cnimbus_ficlone(int dest_fd, int src_fd);
 /// getsockopt(SO_PEERCRED): the peer's pid, uid and gid. Returns 0 or -1.
 int cnimbus_peercred(int fd, int32_t *pid, uint32_t *uid, uint32_t *gid);
 
+/// posix_spawnp(3) for a program run on the user's behalf: it gets stdin, stdout and stderr
+/// only (every other descriptor is closed in the child), default signal actions and an
+/// empty signal mask. Returns 0 or an errno value.
+int cnimbus_spawnp(pid_t *pid, const char *file, char *const argv[], char *const envp[]);
+
 /// syncfs(2): flush one filesystem.
 int cnimbus_syncfs(int fd);
 

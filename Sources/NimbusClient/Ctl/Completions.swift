@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// `nimbusctl completion bash|zsh|fish`: scripts generated from the `Catalogue`, so every
 /// command, option and choice the parser knows is completed, and nothing else.
@@ -209,6 +209,7 @@ enum Completions {
     }
 
     static func fishEscape(_ text: String) -> String {
-        text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'")
+        text.split(separator: "\\", omittingEmptySubsequences: false).joined(separator: "\\\\")
+            .split(separator: "'", omittingEmptySubsequences: false).joined(separator: "\\'")
     }
 }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import NimbusSystem
 
 /// Where nimbusctl writes. Tests swap in one that records; the real one writes each piece
 /// with one `write(2)` so that lines from stdout and stderr never tear.
@@ -11,8 +12,7 @@ struct Console: Sendable {
     func err(_ text: String) { write(text + "\n", .error) }
 
     static let standard = Console { text, stream in
-        let handle = stream == .output ? FileHandle.standardOutput : FileHandle.standardError
-        handle.write(Data(text.utf8))
+        ProcessSupport.write(text, toStandardError: stream == .error)
     }
 }
 
@@ -26,7 +26,7 @@ struct RenderContext: Sendable {
 
     static func current(color: Bool) -> RenderContext {
         RenderContext(color: color, now: Date().timeIntervalSince1970,
-                      utcOffsetSeconds: TimeZone.current.secondsFromGMT())
+                      utcOffsetSeconds: ProcessSupport.utcOffsetSeconds)
     }
 
     func paint(_ text: String, _ paint: Paint?) -> String {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import NimbusSystem
 import NimbusProtocol
 
@@ -96,11 +96,6 @@ enum LockCommand {
         return denied.map { .notExecutable($0) } ?? .notFound
     }
 
-    /// The exit status a shell would give: the child's own, or 128+N for signal N.
-    static func exitStatus(reason: Process.TerminationReason, status: Int32) -> Int32 {
-        reason == .uncaughtSignal ? 128 + status : status
-    }
-
     /// `nimbusctl locks`: one line per lease.
     static func render(_ locks: [LeaseInfo]) -> String {
         guard !locks.isEmpty else { return "No leases are held or waited for." }
@@ -160,32 +155,21 @@ extension Session {
         return status
     }
 
-    /// Runs the program with nimbusctl's stdin, stdout, stderr and environment, and waits.
+    /// Runs the program with nimbusctl's stdin, stdout, stderr and environment, and waits
+    /// (on a thread of its own, so the connection holding the lease keeps being served).
     func run(_ executable: String, arguments: [String], name: String) async throws -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.environment = resolver.environment.isEmpty ? nil : resolver.environment
-        let box = ProcessBox(process)
+        let pid: Int32
+        do {
+            pid = try ChildProcess.spawn(executable, arguments: arguments,
+                                         environment: resolver.environment.isEmpty ? nil : resolver.environment)
+        } catch {
+            throw Failure(name: "cannot_execute", message: "\(name): cannot run \(executable)",
+                          reason: "\(error)", suggestion: "check that it is a program you may run", exitCode: 126)
+        }
         return try await withCheckedThrowingContinuation { continuation in
-            box.process.terminationHandler = { ended in
-                continuation.resume(returning: LockCommand.exitStatus(reason: ended.terminationReason,
-                                                                      status: ended.terminationStatus))
-            }
-            do {
-                try box.process.run()
-            } catch {
-                box.process.terminationHandler = nil
-                continuation.resume(throwing: Failure(name: "cannot_execute", message: "\(name): cannot run \(executable)",
-                                                      reason: "\(error)", suggestion: "check that it is a program you may run",
-                                                      exitCode: 126))
+            ProcessSupport.detachThread {
+                continuation.resume(with: Result { try ChildProcess.wait(pid) })
             }
         }
     }
-}
-
-/// Hands a `Process` to its termination handler's thread; it is only touched by one at a time.
-private final class ProcessBox: @unchecked Sendable {
-    let process: Process
-    init(_ process: Process) { self.process = process }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import NimbusProtocol
 
 /// The `nimbusctl` program. It lives in the library so that its parser and output can be

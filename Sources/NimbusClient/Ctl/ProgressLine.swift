@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// The progress bar on stderr while downloads run or `watch` shows transfers. Thread-safe:

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import NimbusSystem
 import NimbusProtocol
 
 /// The commands of files on demand (DESIGN §5): several paths each, one request per path.
@@ -89,20 +90,19 @@ extension Session {
         let (status, files) = try await downloadWaiting([argument])
         guard status == 0, let relative = files.first ?? nil else { return status }
         let file = resolver.localPath(relative)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["xdg-open", file]
+        let opened: Int32
         do {
-            try process.run()
-            process.waitUntilExit()
+            opened = try ChildProcess.wait(try ChildProcess.spawn("xdg-open", arguments: [file]))
+        } catch let error as Errno where error == .noSuchFile {
+            opened = 127  // Not found in PATH, as a shell would say.
         } catch {
             throw Failure(name: "failed", message: "cannot open \(relative)", reason: "running xdg-open failed: \(error)",
                           suggestion: "open \(file) yourself", exitCode: Failure.operationFailed)
         }
-        guard process.terminationStatus == 0 else {
-            let missing = process.terminationStatus == 127
+        guard opened == 0 else {
+            let missing = opened == 127
             throw Failure(name: "failed", message: "cannot open \(relative)",
-                          reason: missing ? "xdg-open is not installed" : "xdg-open exited with status \(process.terminationStatus)",
+                          reason: missing ? "xdg-open is not installed" : "xdg-open exited with status \(opened)",
                           suggestion: missing ? "install xdg-utils, or open \(file) yourself" : "open \(file) yourself",
                           exitCode: Failure.operationFailed)
         }
