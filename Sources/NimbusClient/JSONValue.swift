@@ -56,15 +56,17 @@ public enum JSONValue: Sendable, Hashable, Codable {
         return nil
     }
 
-    /// The value as one line of JSON with sorted keys, the protocol's own encoding.
+    /// The value as one line of JSON with sorted keys, byte for byte what the protocol's
+    /// encoder (`JSONRPC.makeEncoder`) writes, without going through `Encodable`: for a listing
+    /// of 10 000 files that took most of `nimbusctl --json ls -r`.
     public var jsonText: String {
-        let data = (try? JSONRPC.makeEncoder().encode(self)) ?? Data("null".utf8)
-        return String(decoding: data, as: UTF8.self)
+        var text: [UInt8] = []
+        write(into: &text)
+        return String(decoding: text, as: UTF8.self)
     }
 
     /// Any Encodable value, converted by a round trip through JSON.
     public init(encoding value: some Encodable) throws {
-        let data = try JSONRPC.makeEncoder().encode(value)
-        self = try JSONRPC.makeDecoder().decode(JSONValue.self, from: data)
+        self = try JSONValue(parsing: [UInt8](try JSONRPC.makeEncoder().encode(value)))
     }
 }

@@ -28,19 +28,27 @@ extension NimbusConnection {
     /// `recursive`; only those in `state` (a state name such as "conflict") when given.
     /// Reads all pages of the answer.
     public func list(_ path: String = "", recursive: Bool = false, state: String? = nil) async throws -> [Entry] {
-        try await listAll(path, recursive: recursive, state: state).entries
+        try await listAll(path, recursive: recursive, state: state, raw: false).entries
     }
 
-    /// All pages of a listing, typed and raw (for `--json`, which prints them as one list).
-    func listAll(_ path: String, recursive: Bool, state: String?) async throws -> (entries: [Entry], raw: [JSONValue]) {
+    /// All pages of a listing: typed, or raw (for `--json`, which prints them as one list).
+    /// Only one form is decoded: a listing may hold a whole tree.
+    func listAll(_ path: String, recursive: Bool, state: String?, raw: Bool) async throws -> (entries: [Entry], raw: [JSONValue]) {
         var params = ListParams(path: WirePath(path), recursive: recursive, state: state)
         var entries: [Entry] = []
-        var raw: [JSONValue] = []
+        var rawEntries: [JSONValue] = []
         while true {
-            let (page, json) = try await callBoth(.list, params, as: ListResult.self)
-            entries += page.entries
-            if case .array(let items)? = json["entries"] { raw += items }
-            guard let cursor = page.nextCursor else { return (entries, raw) }
+            let cursor: String?
+            if raw {
+                let json = try await callRaw(ControlMethod.list.rawValue, params)
+                if case .array(let items)? = json["entries"] { rawEntries += items }
+                cursor = json["nextCursor"]?.stringValue
+            } else {
+                let page = try await call(.list, params, as: ListResult.self)
+                entries += page.entries
+                cursor = page.nextCursor
+            }
+            guard let cursor else { return (entries, rawEntries) }
             params = ListParams(cursor: cursor)
         }
     }

@@ -101,14 +101,26 @@ public final class NimbusConnection: Sendable {
     /// Any method by name, with the result exactly as the daemon sent it, for tools that
     /// pass results on (`nimbusctl --json`) and for methods newer than this library.
     public func callRaw(_ method: String, _ params: some Encodable & Sendable) async throws -> JSONValue {
-        try Self.decode(JSONValue.self, try await transport.request(method, params))
+        try Self.rawResult(try await transport.request(method, params))
     }
 
     /// Both forms of one answer: typed for reading, raw for passing on.
     func callBoth<Result: Decodable & Sendable>(_ method: ControlMethod, _ params: some Encodable & Sendable,
                                                  as type: Result.Type) async throws -> (Result, JSONValue) {
         let line = try await transport.request(method.rawValue, params)
-        return (try Self.decode(type, line), try Self.decode(JSONValue.self, line))
+        return (try Self.decode(type, line), try Self.rawResult(line))
+    }
+
+    /// The `result` of a response line exactly as sent.
+    static func rawResult(_ line: [UInt8]) throws -> JSONValue {
+        let response: JSONValue
+        do {
+            response = try JSONValue(parsing: line)
+        } catch {
+            throw NimbusClientError.badResponse("the response is not JSON: \(error)")
+        }
+        guard let result = response["result"] else { throw NimbusClientError.badResponse("the response has no result") }
+        return result
     }
 
     static func decode<Result: Decodable & Sendable>(_ type: Result.Type, _ line: [UInt8]) throws -> Result {

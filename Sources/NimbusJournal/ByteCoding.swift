@@ -49,9 +49,12 @@ public struct ByteWriter: Sendable {
         withUnsafeBytes(of: value.littleEndian) { bytes.replaceSubrange(offset..<(offset + 4), with: $0) }
     }
 
-    /// Empties the buffer, keeping its room for the next records unless it grew large: one
-    /// big batch (an initial sync) must not pin megabytes for the life of the daemon.
-    mutating func removeAll() { bytes.removeAll(keepingCapacity: bytes.capacity <= Self.keptCapacity) }
+    mutating func removeAll() { bytes.removeAll(keepingCapacity: true) }
+
+    /// Empties the buffer, keeping its room for the next records unless it grew large: the
+    /// journal's buffer must not pin the megabytes of one big batch (an initial sync) for
+    /// the life of the daemon.
+    mutating func removeAllReleasingLargeRoom() { bytes.removeAll(keepingCapacity: bytes.capacity <= Self.keptCapacity) }
 
     static let keptCapacity = 1 << 16
 }

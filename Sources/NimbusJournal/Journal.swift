@@ -70,7 +70,7 @@ public final class Journal: @unchecked Sendable {
             try log.dataSync()
         }
         logSize += Int64(pending.count)
-        pending.removeAll()
+        pending.removeAllReleasingLargeRoom()
     }
 
     /// True when the log has grown past the snapshot (and past 1 MiB): time to `compact`.
@@ -104,7 +104,7 @@ public final class Journal: @unchecked Sendable {
         // log and the buffer are obsolete, and nothing may be appended before a new log.
         generation = newGeneration
         snapshotSize = newSnapshotSize
-        pending.removeAll()
+        pending.removeAllReleasingLargeRoom()
         try? log?.close()
         log = nil
         logSize = Int64(FileHeader.size)
@@ -117,7 +117,7 @@ public final class Journal: @unchecked Sendable {
     public func close() throws {
         guard !isClosed else { return }
         isClosed = true
-        pending.removeAll()
+        pending.removeAllReleasingLargeRoom()
         defer { directory.close() }
         if let log {
             self.log = nil

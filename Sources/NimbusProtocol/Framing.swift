@@ -27,9 +27,13 @@ public struct LineFramer: Sendable {
     /// True while the rest of an oversize line is being skipped.
     public var isDiscarding: Bool { discarding }
 
-    public mutating func push(_ bytes: some Collection<UInt8>) -> [Item] {
+    public mutating func push(_ bytes: [UInt8]) -> [Item] { push(bytes[...]) }
+
+    /// Concrete types, not `some Collection`: generic code called from another module runs
+    /// unspecialized, a witness call per byte, which made a 1 MiB answer cost milliseconds.
+    public mutating func push(_ bytes: ArraySlice<UInt8>) -> [Item] {
         var items: [Item] = []
-        var rest = bytes[...]
+        var rest = bytes
         let newline = UInt8(ascii: "\n")
         while !rest.isEmpty {
             guard let end = rest.firstIndex(of: newline) else {
@@ -48,7 +52,7 @@ public struct LineFramer: Sendable {
     }
 
     /// Adds part of a line, reporting it the moment it passes the limit.
-    private mutating func take(_ part: some Collection<UInt8>, into items: inout [Item]) {
+    private mutating func take(_ part: ArraySlice<UInt8>, into items: inout [Item]) {
         if discarding || part.isEmpty { return }
         // A trailing "\r" belongs to the terminator, so it may exceed the limit by one.
         if pending.count + part.count > limit + 1 {

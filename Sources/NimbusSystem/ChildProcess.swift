@@ -40,4 +40,14 @@ public enum ChildProcess {
         let signal = status & 0x7f
         return signal == 0 ? (status >> 8) & 0xff : 128 + signal
     }
+
+    /// While a command runs in the foreground, Ctrl-C and Ctrl-\ are for it: the shell sends
+    /// them to the whole process group, and this process must outlive the command (to release
+    /// its lease after it), as `system(3)` does. The command itself gets default actions.
+    /// Runs `body` so. The corresponding C function is `signal`.
+    public static func ignoringInterrupts<R>(_ body: () async throws -> R) async rethrows -> R {
+        let previous = [SIGINT, SIGQUIT].map { ($0, Glibc.signal($0, SIG_IGN)) }
+        defer { for (number, handler) in previous { Glibc.signal(number, handler) } }
+        return try await body()
+    }
 }

@@ -45,10 +45,11 @@ extension ProcessSupport {
         }
     }
 
-    /// Whether `path` (symlinks followed) is a directory, its owner's uid and its permission
-    /// bits; nil when it cannot be looked at (it does not exist, say).
+    /// Whether `path` itself (a symlink is not followed, so it is not a directory) is a
+    /// directory, its owner's uid and its permission bits; nil when it cannot be looked at
+    /// (it does not exist, say). The corresponding C function is `lstat`.
     public static func ownerAndMode(_ path: String) -> (isDirectory: Bool, owner: UInt32, mode: UInt32)? {
-        guard let status = try? Sys.fstatat(AT_FDCWD, SystemPath(path), 0) else { return nil }
+        guard let status = try? Sys.fstatat(AT_FDCWD, SystemPath(path), AT_SYMLINK_NOFOLLOW) else { return nil }
         return (status.st_mode & S_IFMT == S_IFDIR, status.st_uid, status.st_mode & 0o7777)
     }
 

@@ -8,12 +8,15 @@ import Testing
         var small = ByteWriter()
         small.writeLengthPrefixed([UInt8](repeating: 1, count: 100))
         let room = small.bytes.capacity
-        small.removeAll()
+        small.removeAllReleasingLargeRoom()
         #expect(small.isEmpty && small.bytes.capacity == room)
         var large = ByteWriter()
         large.writeLengthPrefixed([UInt8](repeating: 1, count: 10 << 20))
-        large.removeAll()
+        var kept = large
+        large.removeAllReleasingLargeRoom()
         #expect(large.isEmpty && large.bytes.capacity <= ByteWriter.keptCapacity)
+        kept.removeAll()  // The snapshot writer's chunk buffer keeps its room.
+        #expect(kept.isEmpty && kept.bytes.capacity >= 10 << 20)
     }
 
     static let varints: [UInt64] = [0, 1, 127, 128, 255, 300, 16_383, 16_384, 1 << 32, UInt64.max - 1, UInt64.max]

@@ -158,17 +158,19 @@ extension Session {
     /// Runs the program with nimbusctl's stdin, stdout, stderr and environment, and waits
     /// (on a thread of its own, so the connection holding the lease keeps being served).
     func run(_ executable: String, arguments: [String], name: String) async throws -> Int32 {
-        let pid: Int32
-        do {
-            pid = try ChildProcess.spawn(executable, arguments: arguments,
-                                         environment: resolver.environment.isEmpty ? nil : resolver.environment)
-        } catch {
-            throw Failure(name: "cannot_execute", message: "\(name): cannot run \(executable)",
-                          reason: "\(error)", suggestion: "check that it is a program you may run", exitCode: 126)
-        }
-        return try await withCheckedThrowingContinuation { continuation in
-            ProcessSupport.detachThread {
-                continuation.resume(with: Result { try ChildProcess.wait(pid) })
+        try await ChildProcess.ignoringInterrupts {
+            let pid: Int32
+            do {
+                pid = try ChildProcess.spawn(executable, arguments: arguments,
+                                             environment: resolver.environment.isEmpty ? nil : resolver.environment)
+            } catch {
+                throw Failure(name: "cannot_execute", message: "\(name): cannot run \(executable)",
+                              reason: "\(error)", suggestion: "check that it is a program you may run", exitCode: 126)
+            }
+            return try await withCheckedThrowingContinuation { continuation in
+                ProcessSupport.detachThread {
+                    continuation.resume(with: Result { try ChildProcess.wait(pid) })
+                }
             }
         }
     }

@@ -17,7 +17,7 @@ struct Session: Sendable {
             emit(raw) { Render.status(status, context) }
         case let .list(path, recursive, state):
             let folder = try path.map { try resolver.protocolPath($0) } ?? resolver.currentFolder ?? ""
-            let (entries, raw) = try await connection.listAll(folder, recursive: recursive, state: state)
+            let (entries, raw) = try await connection.listAll(folder, recursive: recursive, state: state, raw: style.json)
             if style.json {
                 console.out(JSONValue.object(["entries": .array(raw)]).jsonText)
             } else if !entries.isEmpty {

@@ -66,6 +66,8 @@ enum DisplayWidth {
 
     static func of(_ scalar: Unicode.Scalar) -> Int {
         let v = scalar.value
+        // ASCII, most of any listing, without the Unicode property tables.
+        if v < 0x7F { return v >= 0x20 ? 1 : 0 }
         if v == 0x200B || v == 0x200D || (0xFE00...0xFE0F).contains(v) { return 0 }
         switch scalar.properties.generalCategory {
         case .nonspacingMark, .enclosingMark, .format, .control: return 0
