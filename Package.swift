@@ -37,7 +37,7 @@ let package = Package(
         .testTarget(name: "NimbusJournalTests", dependencies: ["NimbusJournal"]),
         .testTarget(name: "NimbusDaemonTests", dependencies: ["NimbusDaemon", "NimbusSimulation"]),
         .testTarget(name: "NimbusSimulationTests", dependencies: ["NimbusSimulation"]),
-        .testTarget(name: "NimbusClientTests", dependencies: ["NimbusClient"]),
+        .testTarget(name: "NimbusClientTests", dependencies: ["NimbusClient", "NimbusSimulation"]),
         // Runs the real binaries on real folders; depends on them so they are built first.
         .testTarget(name: "IntegrationTests", dependencies: ["NimbusSystem", "NimbusClient", "nimbusd", "nimbusctl"]),
     ],

@@ -50,14 +50,14 @@ final class ListingCursor: Sendable {
         var line = Array(#"{"id":"#.utf8)
         switch id {
         case .number(let n): line += Array(String(n).utf8)
-        case .string(let s): EntryJSON.appendString(s, to: &line)
+        case .string(let s): JSONText.appendString(s, to: &line)
         }
         line += Array(#","jsonrpc":"2.0","result":{"entries":["#.utf8)
         line += json
         line += Array("]".utf8)
         if let nextCursor {
             line += Array(#","nextCursor":"#.utf8)
-            EntryJSON.appendString(nextCursor, to: &line)
+            JSONText.appendString(nextCursor, to: &line)
         }
         line += Array("}}\n".utf8)
         return line
@@ -77,13 +77,13 @@ enum EntryJSON {
         func key(_ name: String) {
             out.append(first ? UInt8(ascii: "{") : UInt8(ascii: ","))
             first = false
-            appendString(name, to: &out)
+            JSONText.appendString(name, to: &out)
             out.append(UInt8(ascii: ":"))
         }
         func field(_ name: String, _ value: String?) {
             guard let value else { return }
             key(name)
-            appendString(value, to: &out)
+            JSONText.appendString(value, to: &out)
         }
         field("conflictCopy", entry.conflictCopy)
         field("conflictCopyBytes", entry.conflictCopyBytes)
@@ -99,26 +99,5 @@ enum EntryJSON {
         out += Array(String(entry.size).utf8)
         field("state", entry.state)
         out.append(UInt8(ascii: "}"))
-    }
-
-    /// A JSON string with the escapes JSONEncoder uses.
-    static func appendString(_ text: String, to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
-            case UInt8(ascii: "\\"): out += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
-            case 0x08: out += [UInt8(ascii: "\\"), UInt8(ascii: "b")]
-            case 0x0C: out += [UInt8(ascii: "\\"), UInt8(ascii: "f")]
-            case 0x0A: out += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
-            case 0x0D: out += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
-            case 0x09: out += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                out += Array("\\u00".utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
-            default: out.append(byte)
-            }
-        }
-        out.append(UInt8(ascii: "\""))
     }
 }

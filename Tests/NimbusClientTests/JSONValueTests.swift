@@ -1,27 +1,16 @@
 import FoundationEssentials
 import NimbusProtocol
+import NimbusSimulation
 import Testing
 @testable import NimbusClient
 
 /// The hand-written JSON reader and writer behind `nimbusctl --json`: what they write is byte
 /// for byte what the protocol's JSONEncoder writes, and what they read is what it means.
 @Suite struct JSONValueTests {
-    /// SplitMix64: a seeded generator, so a failure can be replayed from the printed seed.
-    struct Random: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     static let alphabet: [Unicode.Scalar] = ["a", "Z", "0", " ", "/", "\"", "\\", "\u{0}", "\u{1}", "\u{8}", "\u{9}", "\u{a}",
                                              "\u{c}", "\u{d}", "\u{1f}", "\u{7f}", "é", "\u{2028}", "😀", "語", "\u{fffd}"]
 
-    static func string(_ random: inout Random) -> String {
+    static func string(_ random: inout SeededRandom) -> String {
         var text = ""
         for _ in 0..<Int.random(in: 0...8, using: &random) {
             text.unicodeScalars.append(alphabet.randomElement(using: &random)!)
@@ -29,7 +18,7 @@ import Testing
         return text
     }
 
-    static func value(_ random: inout Random, depth: Int = 0) -> JSONValue {
+    static func value(_ random: inout SeededRandom, depth: Int = 0) -> JSONValue {
         switch Int.random(in: 0...(depth > 3 ? 4 : 6), using: &random) {
         case 0: return .null
         case 1: return .bool(Bool.random(using: &random))
@@ -49,7 +38,7 @@ import Testing
     @Test func writesWhatTheEncoderWritesAndReadsItBack() throws {
         let seed = UInt64.random(in: 1 ... .max)
         print("JSONValueTests: seed \(seed)")
-        var random = Random(state: seed)
+        var random = SeededRandom(seed: seed)
         for _ in 0..<2_000 {
             let value = Self.value(&random)
             let encoded = String(decoding: try JSONRPC.makeEncoder().encode(value), as: UTF8.self)
