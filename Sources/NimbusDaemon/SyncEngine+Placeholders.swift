@@ -19,6 +19,7 @@ extension SyncEngine {
     /// Replaces placeholder files in `views.local` by the files they stand for.
     func foldPlaceholders(_ views: inout Views) {
         restoreSuffixes(&views)
+        adoptDownloadedFiles(&views)
         // Shorter names first: `x.nimbus` (the placeholder of `x`) is folded before
         // `x.nimbus.nimbus` (that of a cloud file named `x.nimbus`) looks for a real file there.
         let candidates = views.local.filter { $0.value.kind == .file && Placeholder.target(of: $0.key) != nil }
@@ -114,6 +115,22 @@ extension SyncEngine {
             if let base { record.base = base }
         }
         if let base { views.base[path] = base }
+    }
+
+    /// A real file where the journal still records a placeholder, and no placeholder left: a
+    /// download that put the file in place and removed the placeholder just before a crash,
+    /// before the journal said so. Adopted (in sync when it holds the cloud's content), not
+    /// taken for a change to upload.
+    func adoptDownloadedFiles(_ views: inout Views) {
+        let downloaded = state.withLock { s -> [RelativePath] in
+            guard s.index.placeholders > 0 else { return [] }
+            return views.local.compactMap { path, meta in
+                guard meta.kind == .file, s.index[path]?.isPlaceholder == true,
+                      let file = Placeholder.file(for: path), views.local[file] == nil else { return nil }
+                return path
+            }
+        }
+        for path in downloaded { adoptRealFile(path, &views) }
     }
 
     /// In a pass over some paths only, a placeholder that is gone may have been renamed to a

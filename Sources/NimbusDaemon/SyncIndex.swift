@@ -18,6 +18,9 @@ struct SyncIndex {
     /// How many records are in conflict, kept as they change: `status` asks often, and
     /// counting would hold the engine's lock for a walk over every record.
     private(set) var conflicts = 0
+    /// How many records stand for a placeholder: none in mirror mode, so the checks that only
+    /// placeholders need cost nothing there.
+    private(set) var placeholders = 0
 
     init(_ records: [RelativePath: PathRecord] = [:]) {
         slots.reserveCapacity(records.count)
@@ -41,12 +44,14 @@ struct SyncIndex {
             if let slot {
                 let old = values[slot]
                 if old.conflictCopy != nil { conflicts -= 1 }
+                if old.isPlaceholder { placeholders -= 1 }
                 for side in Side.allCases where inodes[side]![old.base[side].inode] == path {
                     inodes[side]![old.base[side].inode] = nil
                 }
             }
             if let newValue {
                 if newValue.conflictCopy != nil { conflicts += 1 }
+                if newValue.isPlaceholder { placeholders += 1 }
                 if let slot {
                     values[slot] = newValue
                 } else {

@@ -184,4 +184,24 @@ import NimbusSystem
         #expect(pair.content(pair.local, "a") == "cloud")
         #expect(pair.content(pair.cloud, "a") == "cloud")
     }
+
+    /// A download that put the whole file in place and removed the placeholder just before a
+    /// crash, before the journal said so: the file is adopted as in sync, not uploaded again.
+    @Test func aDownloadedFileWhosePlaceholderIsGoneIsAdoptedNotUploaded() throws {
+        let pair = Self.onDemand()
+        try pair.cloud.write(rp("a"), Array("cloud".utf8))
+        pair.engine.start()
+        #expect(pair.engine.entry(rp("a"))?.state == .notDownloaded)
+        let cloudBefore = try #require(try pair.cloud.metadata(of: rp("a")))
+        try pair.local.write(rp("a"), Array("cloud".utf8))
+        try pair.local.removeFile(rp("a.nimbus"))
+        pair.sync()
+        #expect(pair.content(pair.local, "a") == "cloud" && pair.content(pair.local, "a.nimbus") == nil)
+        #expect(try pair.cloud.metadata(of: rp("a"))?.inode == cloudBefore.inode, "the identical file was uploaded again")
+        #expect(pair.engine.entry(rp("a"))?.state == .downloaded)
+        // Different content in its place is a change made here: it is uploaded.
+        try pair.local.write(rp("a"), Array("edited here".utf8))
+        pair.sync()
+        #expect(pair.content(pair.cloud, "a") == "edited here")
+    }
 }
