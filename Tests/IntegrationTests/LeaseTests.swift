@@ -224,17 +224,13 @@ final class LeaseProcess: @unchecked Sendable {
 
     var pid: Int32 { process.processIdentifier }
     var isRunning: Bool { process.isRunning }
-    var status: Int32 { process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus }
+    var status: Int32 { process.shellStatus }
     var output: String { (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "" }
 
     func waitForExit(timeout: Duration = .seconds(10)) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while process.isRunning {
-            if ContinuousClock.now > deadline {
-                kill(pid, SIGKILL)
-                throw CtlFailure(description: "nimbusctl \(process.arguments ?? []) still runs after \(timeout)")
-            }
-            try await Task.sleep(for: .milliseconds(10))
+        guard try await process.exited(within: timeout) else {
+            kill(pid, SIGKILL)
+            throw CtlFailure(description: "nimbusctl \(process.arguments ?? []) still runs after \(timeout)")
         }
     }
 }

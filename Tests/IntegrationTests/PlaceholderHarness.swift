@@ -127,27 +127,15 @@ final class PlaceholderDaemon {
 
     /// Whether it exited within `timeout`.
     func waitForExit(timeout: Duration) async throws -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while isRunning {
-            if ContinuousClock.now >= deadline { return false }
-            try await Task.sleep(for: .milliseconds(5))
-        }
-        return true
+        try await process?.exited(within: timeout) ?? true
     }
 
     func killIfRunning() {
-        if let process, process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+        process?.killAndWait()
         notify?.stop()
     }
 
-    var exitDescription: String {
-        guard let process else { return "never started" }
-        if process.isRunning { return "still running" }
-        return process.terminationReason == .exit ? "exit status \(process.terminationStatus)" : "signal \(process.terminationStatus)"
-    }
+    var exitDescription: String { process?.exitDescription ?? "never started" }
 
     // MARK: Log
 
@@ -410,17 +398,13 @@ final class PlaceholderProcess: @unchecked Sendable {
 
     var pid: Int32 { process.processIdentifier }
     var isRunning: Bool { process.isRunning }
-    var status: Int32 { process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus }
+    var status: Int32 { process.shellStatus }
     var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
 
     func waitForExit(timeout: Duration = .seconds(20)) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while process.isRunning {
-            if ContinuousClock.now > deadline {
-                kill(pid, SIGKILL)
-                throw PlaceholderFailure(description: "\(process.arguments ?? []) still runs after \(timeout)")
-            }
-            try await Task.sleep(for: .milliseconds(5))
+        guard try await process.exited(within: timeout) else {
+            kill(pid, SIGKILL)
+            throw PlaceholderFailure(description: "\(process.arguments ?? []) still runs after \(timeout)")
         }
     }
 

@@ -135,29 +135,16 @@ final class SyncDaemon {
     }
 
     func waitForExit(timeout: Duration) async throws {
-        let clock = ContinuousClock()
-        let deadline = clock.now + timeout
-        while isRunning {
-            if clock.now >= deadline { throw failure("did not exit within \(timeout)") }
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        guard try await process?.exited(within: timeout) ?? true else { throw failure("did not exit within \(timeout)") }
     }
 
     /// At the end of a test: kills the process if it still runs, stops the listener.
     func killIfRunning() {
-        if let process, process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+        process?.killAndWait()
         notify?.stop()
     }
 
-    var exitDescription: String {
-        guard let process else { return "never started" }
-        if process.isRunning { return "still running" }
-        return process.terminationReason == .exit ? "exit status \(process.terminationStatus)"
-                                                  : "signal \(process.terminationStatus)"
-    }
+    var exitDescription: String { process?.exitDescription ?? "never started" }
 
     // MARK: Log
 
