@@ -208,10 +208,13 @@ extension SyncEngine {
     }
 
     /// A cloud entry is moved to the versions store; a local one (which equals the base,
-    /// already checked) is removed.
+    /// already checked) is removed, unless a program has it open for writing.
     func removeKeepingVersion(_ path: RelativePath, on side: Side) throws {
         let fs = system(side)
-        guard side == .cloud else { return try fs.removeFile(path) }
+        guard side == .cloud else {
+            try ensureNotOpenForWriting(path)
+            return try fs.removeFile(path)
+        }
         let store = VersionStore(device: settings.deviceName)
         let now = clock.wallNow
         try makeDirectories(store.location(for: path, at: now).parent, in: fs)
@@ -222,6 +225,12 @@ extension SyncEngine {
                 continue
             }
         }
+    }
+
+    /// A local file open for writing is never replaced, deleted or evicted (DESIGN §3): the
+    /// program's later writes would go to a file without a name.
+    func ensureNotOpenForWriting(_ path: RelativePath) throws {
+        if local.isOpenForWriting(path) { throw CopyError.destinationInUse(path) }
     }
 
     func makeDirectories(_ path: RelativePath, in fs: FS) throws {
@@ -250,6 +259,11 @@ extension SyncEngine {
         case CopyError.sourceChanged:
             log.info("\(error)")
             scheduleRetry(path, error: "\(error)")
+        case CopyError.destinationInUse:
+            // Asked again every second (a lease probe costs little): once the program closes
+            // the file, the path is planned afresh, and a write it made meanwhile is a conflict.
+            log.info("\(error)")
+            scheduleRetry(path, error: "\(error)", delay: 1_000_000_000)
         default:
             let message = Self.explain(error, action: action)
             log.error(message)

@@ -89,17 +89,26 @@ extension SyncEngine {
         case .both:
             break
         case .cloud:
+            try refuseIfOpenForWriting(copy)
             if try local.metadata(of: copy) != nil { try local.removeFile(copy) }
         case .local:
             guard try local.metadata(of: copy) != nil else {
                 throw EngineRequestError(kind: .notFound, message: "the conflict copy \(copy) is gone; nothing to keep")
             }
+            try refuseIfOpenForWriting(path)
             try local.rename(copy, to: path, replacing: true)
         }
         updateRecord(path) { $0.conflictCopy = nil }
         publishState(of: path)
         commit()
         sync([path, copy])
+    }
+
+    /// A request that would delete or replace a local file a program is writing to is refused:
+    /// the program's later writes would be lost. The user closes it and asks again.
+    func refuseIfOpenForWriting(_ path: RelativePath) throws {
+        guard local.isOpenForWriting(path) else { return }
+        throw EngineRequestError(kind: .inUse, message: "\(path) is open for writing in a program; close it and try again")
     }
 
     public func versions(of path: RelativePath) throws -> [VersionStore.Version] {

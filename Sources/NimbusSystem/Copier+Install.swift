@@ -10,10 +10,17 @@ import Glibc
 /// - Where the filesystem cannot exchange (NFS, SMB, most FUSE), the old file is checked,
 ///   moved away, and the new one renamed in with `RENAME_NOREPLACE`, leaving a short window.
 ///
+/// With `refusesOpenWriters`, a file some program has open for writing is not replaced
+/// (`CopyError.destinationInUse`): the program's later writes would go to a file without a
+/// name. With the exchange the check is made on the file swapped out, so a writer that opened
+/// it before the swap is always seen (and the swap undone); one opening it after gets the new file.
+///
 /// Whatever fails, the temporary file is removed, except in the one case where it holds
 /// someone else's file (a swap back that failed): then it is kept and the error says so.
 struct Installer {
     let root: FileDescriptor
+    /// The local root: a file open for writing there is not replaced.
+    var refusesOpenWriters = false
     /// False only in tests, to walk the path taken on filesystems without `RENAME_EXCHANGE`.
     var exchangeSupported = true
 
@@ -103,6 +110,11 @@ private struct Move {
         if installer.exchangeSupported, try exchange() {
             // The old file now has the temporary name.
             do {
+                // Asked before the metadata check: a writer that closes in between has written
+                // what it wrote, which the check sees.
+                if installer.refusesOpenWriters && temporary.directory.isOpenForWriting(temporary.name) {
+                    throw CopyError.destinationInUse(destinationPath)
+                }
                 let old = try temporary.directory.metadata(of: temporary.name)
                 guard old.isSame(as: expected) else { throw CopyError.destinationChanged(destinationPath) }
                 try dispose(old, at: temporary, displacedTo: displacedTo)
@@ -124,6 +136,9 @@ private struct Move {
             throw CopyError.destinationChanged(destinationPath)
         }
         guard current.isSame(as: expected) else { throw CopyError.destinationChanged(destinationPath) }
+        if installer.refusesOpenWriters && destination.directory.isOpenForWriting(destination.name) {
+            throw CopyError.destinationInUse(destinationPath)
+        }
         // Out of the way first, so the new file goes in with NOREPLACE and a file someone creates
         // in between is never overwritten.
         if let displacedTo {

@@ -101,7 +101,7 @@ extension DiskFileSystem {
     public func install(_ copy: PreparedCopy, at destination: RelativePath, replacing: FileMetadata?,
                         displacedTo: RelativePath?, durable: Bool) throws -> FileMetadata {
         try withRoot { root in
-            try Installer(root: root).install(copy, at: destination, replacing: replacing,
+            try Installer(root: root, refusesOpenWriters: protectsOpenWriters).install(copy, at: destination, replacing: replacing,
                                               displacedTo: displacedTo, durable: durable)
         }
     }

@@ -12,14 +12,19 @@ import Glibc
 ///
 /// Temporary files (copies in flight, `writeFile`) go to `temporaryDirectory` when one is
 /// given (the cloud root uses `.nimbus/tmp`, created on demand), else next to their file.
+///
+/// With `protectsOpenWriters` (the local root, where the user's programs work), `install`
+/// never replaces a file some program has open for writing (`CopyError.destinationInUse`).
 public final class DiskFileSystem: FileSystem {
     public let root: SystemPath
     public let temporaryDirectory: RelativePath?
+    public let protectsOpenWriters: Bool
     private let rootDirectory: RootDirectory
 
-    public init(root: SystemPath, temporaryDirectory: RelativePath? = nil) {
+    public init(root: SystemPath, temporaryDirectory: RelativePath? = nil, protectsOpenWriters: Bool = false) {
         self.root = root
         self.temporaryDirectory = temporaryDirectory
+        self.protectsOpenWriters = protectsOpenWriters
         self.rootDirectory = RootDirectory(path: root)
     }
 
@@ -113,6 +118,10 @@ public final class DiskFileSystem: FileSystem {
             }
             if let mtime { try directory.setModificationTime(of: name, mtime) }
         }
+    }
+
+    public func isOpenForWriting(_ path: RelativePath) -> Bool {
+        (try? withRoot { root in try root.withParent(of: path) { directory, name in directory.isOpenForWriting(name) } }) ?? false
     }
 
     public func synchronize() throws {

@@ -8,6 +8,31 @@ extension FileDescriptor {
     /// The corresponding C function is `fcntl(F_SETLEASE)`.
     func isOpenForWritingElsewhere() -> Bool { cnimbus_probe_read_lease(rawValue) == 0 }
 
+    /// True when some process has this file open for writing, asked as surely as this system
+    /// allows: the lease probe, and where leases are refused, the descriptors listed in
+    /// `/proc/*/fd` with their access mode. Only the processes this user may inspect are
+    /// seen, which for a user's daemon are the user's own programs.
+    func isOpenForWriting() -> Bool {
+        switch cnimbus_probe_read_lease(rawValue) {
+        case 0: return true
+        case 1: return false
+        default:
+            guard let status = try? Sys.fstat(rawValue) else { return false }
+            return ProcessSupport.isOpenForWriting(FileIdentity(device: UInt64(status.st_dev), inode: UInt64(status.st_ino)))
+        }
+    }
+
+    /// Whether the regular file `name` of this directory is open for writing in some program
+    /// (see `isOpenForWriting()`); false when it is not there or not a regular file.
+    func isOpenForWriting(_ name: SystemPath) -> Bool {
+        // O_NONBLOCK: a FIFO swapped in must not hang the open; O_NOFOLLOW: a symlink is no file.
+        guard let file = try? FileDescriptor.open(name, [.noFollow, .nonBlocking], relativeTo: self) else { return false }
+        return file.closeAfter {
+            guard let status = try? Sys.fstat(file.rawValue), status.st_mode & S_IFMT == S_IFREG else { return false }
+            return file.isOpenForWriting()
+        }
+    }
+
     /// The file's content changed less than `window` ns ago (by the wall clock).
     func isRecentlyWritten(_ metadata: FileMetadata, within window: Int64) -> Bool {
         var now = timespec()

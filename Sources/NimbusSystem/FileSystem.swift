@@ -70,6 +70,11 @@ public protocol FileSystem: Sendable {
     /// seen afresh (a cached descriptor would keep reading the old, detached directory).
     func revalidateRoot() throws
 
+    /// Whether a program has the regular file at `path` open for writing: such a local file is
+    /// never replaced, deleted or evicted (DESIGN §3), its later writes would go nowhere.
+    /// False when nothing is there, or not a regular file.
+    func isOpenForWriting(_ path: RelativePath) -> Bool
+
     /// Removes temporary files a crash left behind; returns how many.
     func removeTemporaryFiles() throws -> Int
 
@@ -83,6 +88,8 @@ public protocol FileSystem: Sendable {
 
 extension FileSystem {
     public func revalidateRoot() throws {}
+    /// No program writes to a simulated tree behind the engine's back.
+    public func isOpenForWriting(_ path: RelativePath) -> Bool { false }
 }
 
 public struct ScanResult: Sendable {
@@ -122,12 +129,16 @@ public enum CopyError: Error, Hashable, Sendable, CustomStringConvertible {
     case destinationChanged(RelativePath)
     /// The source is not a regular file.
     case notAFile(RelativePath)
+    /// The destination is open for writing in a program: replacing it would send the
+    /// program's later writes to a file without a name. Tried again once it is closed.
+    case destinationInUse(RelativePath)
 
     public var description: String {
         switch self {
         case .sourceChanged(let p): "\(p) changed while it was being copied; it will be copied again once it is quiet"
         case .destinationChanged(let p): "\(p) was changed by someone else before it could be replaced"
         case .notAFile(let p): "\(p) is not a regular file"
+        case .destinationInUse(let p): "\(p) is open for writing in a program; it is synced once the program closes it"
         }
     }
 }

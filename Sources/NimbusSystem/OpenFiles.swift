@@ -29,6 +29,36 @@ extension ProcessSupport {
         return found
     }
 
+    /// Whether some process has `file` open for writing (`O_WRONLY` or `O_RDWR`), from
+    /// `/proc/*/fd` and the flags in `/proc/*/fdinfo`: the fallback where a lease cannot be
+    /// taken to ask the kernel directly.
+    public static func isOpenForWriting(_ file: FileIdentity) -> Bool {
+        for pid in entries(of: "/proc") where pid.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) {
+            let process = "/proc/" + String(decoding: pid, as: UTF8.self)
+            for fd in entries(of: process + "/fd") {
+                let number = String(decoding: fd, as: UTF8.self)
+                var status = stat()
+                guard stat(process + "/fd/" + number, &status) == 0, UInt64(status.st_dev) == file.device,
+                      UInt64(status.st_ino) == file.inode else { continue }
+                if let flags = openFlags(process + "/fdinfo/" + number), flags & O_ACCMODE != O_RDONLY { return true }
+            }
+        }
+        return false
+    }
+
+    /// The `flags:` line of an fdinfo file (octal); nil when the descriptor is gone.
+    private static func openFlags(_ fdinfo: String) -> Int32? {
+        guard let stream = fopen(fdinfo, "r") else { return nil }
+        defer { fclose(stream) }
+        var line = [CChar](repeating: 0, count: 256)
+        while fgets(&line, Int32(line.count), stream) != nil {
+            let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            guard text.hasPrefix("flags:") else { continue }
+            return Int32(text.dropFirst("flags:".count).firstField, radix: 8)
+        }
+        return nil
+    }
+
     /// The names in a directory, without `.` and `..`; none when it cannot be read.
     private static func entries(of directory: String) -> [[UInt8]] {
         guard let stream = opendir(directory) else { return [] }
@@ -39,5 +69,11 @@ extension ProcessSupport {
             if name != [UInt8(ascii: ".")] && name != [UInt8(ascii: "."), UInt8(ascii: ".")] { names.append(name) }
         }
         return names
+    }
+}
+
+private extension Substring {
+    var firstField: Substring {
+        drop { $0 == " " || $0 == "\t" }.prefix { $0 != " " && $0 != "\t" && $0 != "\n" }
     }
 }

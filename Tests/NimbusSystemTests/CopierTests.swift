@@ -250,13 +250,52 @@ struct Pair {
         }
     }
 
+    /// DESIGN §3: a file a program has open for writing is never replaced (its later writes
+    /// would go to a file without a name), on both paths; once closed it is.
+    @Test(arguments: [true, false]) func aFileOpenForWritingIsNotReplaced(exchange: Bool) throws {
+        try Pair.with { pair in
+            try pair.scratch.write("src/file", Array("new".utf8))
+            try pair.scratch.write("dst/file", Array("old".utf8))
+            let file = try path("file")
+            let old = try #require(try pair.destination.metadata(of: file))
+            let writer = try FileDescriptor.open("dst/file", [.writeOnly, .append], relativeTo: pair.scratch.directory)
+            try writer.closeAfter { () throws in
+                #expect(pair.destination.isOpenForWriting(file))
+                #expect(throws: CopyError.destinationInUse(file)) {
+                    try install(pair, "file", replacing: old, displacedTo: nil, exchange: exchange, refusingOpenWriters: true)
+                }
+                #expect(try pair.scratch.read("dst/file") == Array("old".utf8))
+                #expect(try pair.temporaryFiles().isEmpty)
+            }
+            #expect(!pair.destination.isOpenForWriting(file))
+            _ = try install(pair, "file", replacing: old, displacedTo: nil, exchange: exchange, refusingOpenWriters: true)
+            #expect(try pair.scratch.read("dst/file") == Array("new".utf8))
+        }
+    }
+
+    /// The fallback where leases cannot be taken: the descriptors in /proc and their access mode.
+    @Test func openWritersAreFoundInProc() throws {
+        try Scratch.with { scratch in
+            try scratch.write("file", Array("x".utf8))
+            let status = try scratch.directory.metadata(of: "file")
+            let identity = FileIdentity(device: status.device, inode: status.inode)
+            let reader = try FileDescriptor.open("file", relativeTo: scratch.directory)
+            try reader.closeAfter {
+                #expect(!ProcessSupport.isOpenForWriting(identity))
+                let writer = try FileDescriptor.open("file", [.readWrite], relativeTo: scratch.directory)
+                try writer.closeAfter { #expect(ProcessSupport.isOpenForWriting(identity)) }
+                #expect(!ProcessSupport.isOpenForWriting(identity))
+            }
+        }
+    }
+
     private func install(_ pair: Pair, _ name: String, replacing: FileMetadata, displacedTo: String?,
-                         exchange: Bool) throws -> FileMetadata {
+                         exchange: Bool, refusingOpenWriters: Bool = false) throws -> FileMetadata {
         let expected = try #require(try pair.source.metadata(of: path(name)))
         let copy = try pair.destination.prepareCopy(of: path(name), from: pair.source, expected: expected,
                                                     durable: true) { _ in }
         return try pair.destination.withRoot { root in
-            try Installer(root: root, exchangeSupported: exchange)
+            try Installer(root: root, refusesOpenWriters: refusingOpenWriters, exchangeSupported: exchange)
                 .install(copy, at: path(name), replacing: replacing, displacedTo: try displacedTo.map(path),
                          durable: true)
         }

@@ -1,0 +1,174 @@
+import Foundation
+import Glibc
+import Testing
+
+/// DESIGN §3: a local file some program keeps open for writing is never replaced, deleted or
+/// evicted. A download waits until the program closes it; if it wrote meanwhile, that is a
+/// conflict and both versions are kept. Tried with real programs: Python, the sqlite3 shell
+/// and a shell redirection (`exec 3>>file`).
+@Suite(.timeLimit(.minutes(3)))
+struct OpenWriterTests {
+    typealias F = SyncFiles
+    typealias E = SyncExpect
+
+    /// A program that opens a file for writing, says so by creating `ready`, waits for a line
+    /// on its standard input, then writes its lines and closes the file.
+    enum Writer: String, CaseIterable, Sendable, CustomTestStringConvertible {
+        case python, sqlite, shell
+        var testDescription: String { rawValue }
+
+        var fileName: String { self == .sqlite ? "data.db" : "log.txt" }
+
+        /// The program and its arguments, for `file` and the `ready` marker.
+        func command(file: String, ready: String) -> (String, [String]) {
+            switch self {
+            case .python:
+                let script = """
+                    import os, sys
+                    f = open(sys.argv[1], 'a')
+                    open(sys.argv[2], 'w').close()
+                    sys.stdin.readline()
+                    for i in range(20):
+                        f.write('line %d\\n' % i); f.flush(); os.fsync(f.fileno())
+                    f.close()
+                    """
+                return ("/usr/bin/env", ["python3", "-c", script, file, ready])
+            case .shell:
+                let script = #"exec 3>>"$1"; : > "$2"; read go; for i in $(seq 0 19); do echo "line $i" >&3; done; exec 3>&-"#
+                return (SyncHarness.tool("bash"), ["-c", script, "writer", file, ready])
+            case .sqlite:
+                // The shell opens the database at the first statement and keeps it open (read-write).
+                return (SyncHarness.tool("sqlite3"), [file])
+            }
+        }
+
+        /// What the program reads at once (sqlite3 gets its statements on standard input).
+        func start(ready: String) -> String {
+            self == .sqlite ? "select count(*) from t;\n.shell touch '\(ready)'\n" : ""
+        }
+
+        /// What it reads when told to go on.
+        var go: String {
+            guard self == .sqlite else { return "go\n" }
+            return "begin;\n" + (0..<20).map { "insert into t values('local\($0)');\n" }.joined() + "commit;\n.quit\n"
+        }
+    }
+
+    static func sqlite(_ database: String, _ statement: String, readOnly: Bool = false) -> (status: Int32, output: String) {
+        SyncHarness.run(SyncHarness.tool("sqlite3"), readOnly ? ["-readonly", database, statement] : [database, statement])
+    }
+
+    /// The rows of `t` in a database file, comma-separated.
+    static func rows(_ database: String) -> String {
+        sqlite(database, "select group_concat(v, ',') from t", readOnly: true).output.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    @Test("a download waits while a program has the local file open for writing; its writes become a conflict copy",
+          arguments: Writer.allCases)
+    func downloadWaitsForAnOpenWriter(_ writer: Writer) async throws {
+        if writer == .sqlite && !FileManager.default.isExecutableFile(atPath: SyncHarness.tool("sqlite3")) {
+            Issue.record("sqlite3 is not installed (apt-get install sqlite3; .ci/run installs it)")
+            return
+        }
+        let sandbox = try SyncSandbox("downloadWaitsForAnOpenWriter-\(writer)")
+        defer { sandbox.finish() }
+        let daemon = try sandbox.daemon(device: "alpha")
+        let local = daemon.local, cloud = daemon.cloud
+        let name = writer.fileName
+        if writer == .sqlite {
+            let made = Self.sqlite(local + "/" + name, "create table t(v text); insert into t values('base');")
+            try #require(made.status == 0, "cannot make the database: \(made.output)")
+        } else {
+            try F.write(F.join(local, name), Array("base\n".utf8))
+        }
+        try await daemon.start()
+        try await sandbox.converge("first sync", local, cloud) { F.exists(F.join(cloud, name)) ? nil : "\(name) not in the cloud" }
+
+        let ready = sandbox.root + "/ready"
+        let (program, arguments) = writer.command(file: local + "/" + name, ready: ready)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: program)
+        process.arguments = arguments
+        let input = Pipe()
+        process.standardInput = input
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        defer { process.killAndWait() }
+        input.fileHandleForWriting.write(Data(writer.start(ready: ready).utf8))
+        try await sandbox.eventually("\(writer) has \(name) open") { F.exists(Array(ready.utf8)) ? nil : "no \(ready) yet" }
+
+        // The cloud copy changes while the program keeps the file open.
+        let mark = daemon.logMark
+        if writer == .sqlite {
+            let edited = Self.sqlite(cloud + "/" + name, "insert into t values('cloud');")
+            try #require(edited.status == 0, "cannot edit the cloud database: \(edited.output)")
+        } else {
+            try F.append(F.join(cloud, name), Array("edit\n".utf8))
+        }
+        // Either the daemon declines to replace the open file (as it must) or it already has
+        // (as it did before): only then does the program write, so both cases are tested alike.
+        try await sandbox.eventually("the download of \(name) is tried") {
+            if !daemon.logLines(containing: "open for writing", since: mark).isEmpty { return nil }
+            return try F.read(F.join(local, name)) == F.read(F.join(cloud, name)) ? nil : "not yet"
+        }
+        input.fileHandleForWriting.write(Data(writer.go.utf8))
+        try input.fileHandleForWriting.close()
+        #expect(try await process.exited(within: .seconds(30)), "\(writer) did not finish")
+
+        let stem = String(name.split(separator: ".")[0]), ext = String(name.split(separator: ".")[1])
+        let lines = (0..<20).map { "line \($0)\n" }.joined()
+        try await sandbox.converge("both versions kept", local, cloud, timeout: .seconds(20)) {
+            let copies = try SyncSafetyTests.conflictCopies(in: local, stem: stem, ext: ext, device: "alpha")
+            guard copies.count == 1 else { return "expected one conflict copy of \(name) in \(local), found \(copies)" }
+            for root in [local, cloud] where writer == .sqlite {
+                let kept = Self.rows(root + "/" + name), copied = Self.rows(root + "/" + copies[0])
+                let mine = "base," + (0..<20).map { "local\($0)" }.joined(separator: ",")
+                guard kept == "base,cloud", copied == mine else {
+                    return "\(root): \(name) holds [\(kept)], \(copies[0]) holds [\(copied)]"
+                }
+            }
+            if writer == .sqlite { return nil }
+            return try E.all(E.file(local, name, "base\nedit\n"), E.file(cloud, name, "base\nedit\n"),
+                             E.file(local, copies[0], "base\n" + lines), E.file(cloud, copies[0], "base\n" + lines))
+        }
+        try await daemon.stop()
+    }
+
+    @Test("a file deleted in the cloud is not deleted here while a program writes to it; its writes are uploaded again")
+    func deleteWaitsForAnOpenWriter() async throws {
+        let sandbox = try SyncSandbox("deleteWaitsForAnOpenWriter")
+        defer { sandbox.finish() }
+        let daemon = try sandbox.daemon(device: "alpha")
+        let local = daemon.local, cloud = daemon.cloud
+        try F.write(F.join(local, "log.txt"), Array("base\n".utf8))
+        try await daemon.start()
+        try await sandbox.converge("first sync", local, cloud) { try E.file(cloud, "log.txt", "base\n") }
+
+        let ready = sandbox.root + "/ready"
+        let (program, arguments) = Writer.shell.command(file: local + "/log.txt", ready: ready)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: program)
+        process.arguments = arguments
+        let input = Pipe()
+        process.standardInput = input
+        try process.run()
+        defer { process.killAndWait() }
+        try await sandbox.eventually("the shell has log.txt open") { F.exists(Array(ready.utf8)) ? nil : "no \(ready) yet" }
+
+        let mark = daemon.logMark
+        try F.remove(F.join(cloud, "log.txt"))
+        try await sandbox.eventually("the deletion of log.txt is tried") {
+            if !daemon.logLines(containing: "open for writing", since: mark).isEmpty { return nil }
+            return F.exists(F.join(local, "log.txt")) ? "not yet" : nil
+        }
+        input.fileHandleForWriting.write(Data(Writer.shell.go.utf8))
+        try input.fileHandleForWriting.close()
+        #expect(try await process.exited(within: .seconds(30)), "the shell did not finish")
+        let lines = (0..<20).map { "line \($0)\n" }.joined()
+        // A change beats a delete (DESIGN §4): the written file comes back to the cloud.
+        try await sandbox.converge("the written file kept and uploaded", local, cloud, timeout: .seconds(20)) {
+            try E.all(E.file(local, "log.txt", "base\n" + lines), E.file(cloud, "log.txt", "base\n" + lines))
+        }
+        try await daemon.stop()
+    }
+}
