@@ -60,6 +60,8 @@ public struct Configuration: Equatable, Sendable {
     // [safety]
     public var maxDeletePercent = 50
     public var versionRetention: Int64 = 30 * Units.day
+    /// `[versions] max-size`: nil is unlimited.
+    public var versionsMaxSize: Int64?
 
     // [watch]
     public var cloudWatch: CloudWatch = .inotify

@@ -85,6 +85,17 @@ struct ControlEventFanOut {
             var params = EventParams(type: "phase", timeNs: wall)
             (params.phase, params.reason) = ControlHandler.describe(phase)
             return params
+        case .removed(let path, let side):
+            var params = EventParams(type: "deleted", timeNs: wall)
+            params.setPath(WirePath(path))
+            params.side = side == .local ? "local" : "cloud"
+            return params
+        case .renamed(let from, let to, let side):
+            var params = EventParams(type: "renamed", timeNs: wall)
+            params.setPath(WirePath(to))
+            params.setFrom(WirePath(from))
+            params.side = side == .local ? "local" : "cloud"
+            return params
         }
     }
 }

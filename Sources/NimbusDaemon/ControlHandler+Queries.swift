@@ -50,7 +50,8 @@ extension ControlHandler {
                             bytesCopied: status.bytesCopied, filesCopied: status.filesCopied, lastError: status.lastError,
                             instance: context.instance, localRoot: context.localRoot, cloudRoot: context.cloudRoot,
                             deviceName: engine.settings.deviceName, daemonVersion: NimbusVersion.string,
-                            startedAtNs: context.startedAtNs, clients: clients)
+                            startedAtNs: context.startedAtNs, clients: clients, errors: engine.errorCount,
+                            versionsCount: status.versionsCount, versionsBytes: status.versionsBytes)
     }
 
     static func describe(_ phase: EnginePhase) -> (name: String, reason: String?) {

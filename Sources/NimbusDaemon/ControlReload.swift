@@ -6,7 +6,7 @@ import Synchronization
 public final class ConfigurationReloader: Sendable {
     /// Settings `PairRuntime.reload` applies while running, as `section.key`.
     static let liveSettings: Set<String> = [
-        "device.name", "safety.max-delete-percent", "safety.version-retention",
+        "device.name", "safety.max-delete-percent", "safety.version-retention", "versions.max-size",
         "watch.poll-interval", "watch.rescan-interval", "watch.quiet-period",
     ]
 

@@ -48,6 +48,7 @@ public enum DaemonMain {
         var engine = EngineSettings(deviceName: c.deviceName)
         engine.maxDeletePercent = c.maxDeletePercent
         engine.versionRetention = c.versionRetention
+        engine.versionsMaxBytes = c.versionsMaxSize
         engine.onDemand = c.mode == .onDemand
         engine.minFreeSpace = c.minFreeSpace
         engine.cacheLimit = c.cacheLimit

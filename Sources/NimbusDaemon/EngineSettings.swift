@@ -11,6 +11,8 @@ public struct EngineSettings: Sendable {
     public var massDeleteMinimum: Int = 100
     /// How long replaced and deleted cloud content stays in `.nimbus/versions`.
     public var versionRetention: Int64 = 30 * 86_400 * 1_000_000_000
+    /// The versions store's size limit (`[versions] max-size`); the oldest go first. Nil: none.
+    public var versionsMaxBytes: Int64?
     /// Local ignore rules; ignored paths stay `local` and are never synced.
     public var isIgnored: @Sendable (RelativePath, _ isDirectory: Bool) -> Bool = { _, _ in false }
     /// Offset of local time from UTC, for conflict names.
@@ -49,4 +51,8 @@ public struct EngineStatus: Sendable {
     public var bytesCopied: Int64 = 0
     public var filesCopied = 0
     public var lastError: String?
+    /// The versions store as last counted (at start, after each prune) plus what was added
+    /// since: how many versions, and their bytes.
+    public var versionsCount = 0
+    public var versionsBytes: Int64 = 0
 }

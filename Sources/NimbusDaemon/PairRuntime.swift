@@ -51,6 +51,9 @@ public final class PairRuntime: @unchecked Sendable {
     /// When a halted pair next checks whether its folders are back.
     var nextHaltedCheck: Int64 = 0
     static let haltedCheckInterval: Int64 = 2_000_000_000
+    /// When the versions store may next be pruned after a full scan.
+    var nextPrune: Int64 = 0
+    static let pruneInterval: Int64 = 600_000_000_000
 
     enum Message: Sendable {
         case events(Side, [WatchEvent])
@@ -187,6 +190,7 @@ public final class PairRuntime: @unchecked Sendable {
     public func run(onReady: () -> Void = {}) {
         startWatchers()
         engine.start()
+        nextPrune = clock.monotonicNow + Self.pruneInterval
         engine.downloadModePlaceholders()
         checkCacheBudget(now: clock.monotonicNow)
         engine.returnFreeMemory()
@@ -266,6 +270,7 @@ public final class PairRuntime: @unchecked Sendable {
                 if paths.count > 1_000 { engine.returnFreeMemory() }
             }
             if !isHalted { restartMissingWatchers() }
+            pruneVersionsIfDue(now: now, afterFullScan: batch == .everything)
             let line = statusLine()
             if line != lastStatus {
                 lastStatus = line
@@ -277,6 +282,16 @@ public final class PairRuntime: @unchecked Sendable {
     var isHalted: Bool {
         if case .halted = engine.status.phase { return true }
         return false
+    }
+
+    /// The versions store is pruned after full scans (at most every ten minutes), and at
+    /// once when it grew past its size limit.
+    func pruneVersionsIfDue(now: Int64, afterFullScan: Bool) {
+        let status = engine.status
+        let overLimit = engine.settings.versionsMaxBytes.map { status.versionsBytes > $0 } ?? false
+        guard !isHalted, overLimit || (afterFullScan && now >= nextPrune) else { return }
+        engine.pruneVersions()
+        nextPrune = now + Self.pruneInterval
     }
 
     // MARK: - Watching

@@ -5,6 +5,9 @@ extension SyncEngine {
     /// How many paths are in conflict, without building the list (`status` asks often).
     public var conflictCount: Int { state.withLock { $0.index.conflicts } }
 
+    /// How many paths are in `error` now (failed, waiting for a retry).
+    public var errorCount: Int { state.withLock { $0.transient.values.count { $0.message != nil } } }
+
     /// Hands back what a large pass left unused: the index's spare room, then the heap's
     /// free pages.
     public func returnFreeMemory() {

@@ -78,6 +78,7 @@ extension SyncEngine {
             // The base moves with the entry; a rename changes neither side's metadata, so
             // reading them again would only risk absorbing a change made meanwhile.
             rekey(from: from, to: to)
+            emit(.renamed(from: from, to: to, on: side))
         case .preserveConflict(let path, let copyName, let side, let expected):
             try expect(path, on: side, expected)
             try system(side).rename(path, to: copyName, replacing: false)
@@ -86,11 +87,13 @@ extension SyncEngine {
             try removeKeepingVersion(path, on: side)
             setRecord(path, nil)
             noteDeletion(on: side)
+            emit(.removed(path, on: side))
         case .removeDirectory(let path, let side, let expected):
             try expect(path, on: side, expected)
             try system(side).removeDirectory(path)
             setRecord(path, nil)
             noteDeletion(on: side)
+            emit(.removed(path, on: side))
         case .makeDirectory(let path, let side, let source):
             do {
                 try system(side).makeDirectory(path, mode: source.mode)
@@ -172,6 +175,7 @@ extension SyncEngine {
             $0.isPlaceholder = false  // Real content on both sides now.
         }
         if pending.side == .cloud { markState(.downloaded, of: pending.path) }
+        if displaced != nil, let replaced = pending.replacing { noteVersionKept(size: replaced.size) }
         state.withLock {
             $0.status.filesCopied += 1
             $0.status.bytesCopied += pending.prepared.bytesCopied
@@ -215,12 +219,20 @@ extension SyncEngine {
             try ensureNotOpenForWriting(path)
             return try fs.removeFile(path)
         }
+        try moveToVersions(path, filedUnder: path)
+    }
+
+    /// Moves the cloud file at `path` into the versions store as a version of `file` (itself,
+    /// or the file a conflict copy belongs to).
+    func moveToVersions(_ path: RelativePath, filedUnder file: RelativePath) throws {
         let store = VersionStore(device: settings.deviceName)
         let now = clock.wallNow
-        try makeDirectories(store.location(for: path, at: now).parent, in: fs)
+        let size = (try? cloud.metadata(of: path))?.size ?? 0
+        try makeDirectories(store.location(for: file, at: now).parent, in: cloud)
         for attempt in 1... {
             do {
-                return try fs.rename(path, to: store.location(for: path, at: now, attempt: attempt), replacing: false)
+                try cloud.rename(path, to: store.location(for: file, at: now, attempt: attempt), replacing: false)
+                return noteVersionKept(size: size)
             } catch let error as SystemError where error.errno == .fileExists && attempt < 100 {
                 continue
             }

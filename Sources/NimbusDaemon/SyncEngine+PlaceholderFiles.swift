@@ -25,6 +25,7 @@ extension SyncEngine {
         try expect(file, on: .local, expected)
         try local.removeFile(file)
         if state.withLock({ $0.index[path]?.isPlaceholder }) == true { setRecord(path, nil) }
+        emit(.removed(path, on: .local))
     }
 
     func renamePlaceholder(from: RelativePath, to: RelativePath, expected: FileMetadata) throws {
@@ -32,6 +33,7 @@ extension SyncEngine {
         try expect(source, on: .local, expected)
         try local.rename(source, to: destination, replacing: false)
         rekey(from: from, to: to)
+        emit(.renamed(from: from, to: to, on: .local))
     }
 
     /// Placeholders made pointless by a real file beside them, or standing for nothing.

@@ -18,6 +18,10 @@ public enum EngineEvent: Sendable, Hashable {
     case conflict(RelativePath, copy: RelativePath)
     case error(RelativePath, String)
     case phase(EnginePhase)
+    /// The engine deleted `path` on `side` (following a deletion on the other side).
+    case removed(RelativePath, on: Side)
+    /// The engine renamed `from` to `to` on `side` (following a rename on the other side).
+    case renamed(from: RelativePath, to: RelativePath, on: Side)
 }
 
 public enum ConflictChoice: String, Sendable, CaseIterable {
@@ -90,7 +94,7 @@ extension SyncEngine {
             break
         case .cloud:
             try refuseIfOpenForWriting(copy)
-            if try local.metadata(of: copy) != nil { try local.removeFile(copy) }
+            try keepConflictCopyAsVersion(copy, of: path)
         case .local:
             guard try local.metadata(of: copy) != nil else {
                 throw EngineRequestError(kind: .notFound, message: "the conflict copy \(copy) is gone; nothing to keep")
@@ -109,6 +113,33 @@ extension SyncEngine {
     func refuseIfOpenForWriting(_ path: RelativePath) throws {
         guard local.isOpenForWriting(path) else { return }
         throw EngineRequestError(kind: .inUse, message: "\(path) is open for writing in a program; close it and try again")
+    }
+
+    /// `resolve --keep cloud`: this device's version (the conflict copy) goes to the versions
+    /// store filed under `path`, the name the user knows it by, then the copy is removed on
+    /// both sides. Its content is never lost: the cloud's copy is moved there, and a local
+    /// copy that was not uploaded as it is now is copied there first.
+    func keepConflictCopyAsVersion(_ copy: RelativePath, of path: RelativePath) throws {
+        let here = try local.metadata(of: copy)
+        let there = try cloud.metadata(of: copy)
+        let base = state.withLock { $0.index[copy]?.base }
+        let uploaded = here != nil && there != nil && base.map { here!.isUnchanged(from: $0.local) && there!.isUnchanged(from: $0.cloud) } == true
+        if let here, here.kind == .file, !uploaded {
+            let store = VersionStore(device: settings.deviceName)
+            let location = store.location(for: path, at: clock.wallNow, attempt: there == nil ? 1 : 2)
+            try makeDirectories(location.parent, in: cloud)
+            let prepared = try cloud.prepareCopy(of: copy, from: local, expected: here, durable: true) { _ in }
+            do {
+                _ = try cloud.install(prepared, at: location, replacing: nil, displacedTo: nil, durable: true)
+            } catch {
+                cloud.discard(prepared)
+                throw error
+            }
+            noteVersionKept(size: here.size)
+        }
+        if let there, there.kind == .file { try moveToVersions(copy, filedUnder: path) }
+        if here != nil { try local.removeFile(copy) }
+        setRecord(copy, nil)
     }
 
     public func versions(of path: RelativePath) throws -> [VersionStore.Version] {

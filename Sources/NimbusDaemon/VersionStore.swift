@@ -37,19 +37,62 @@ public struct VersionStore: Sendable {
         }.sorted { $0.id > $1.id }
     }
 
-    /// Removes versions older than `retention`; returns how many. Age is judged by the UTC
-    /// stamp in the version's name (when it was displaced), not by its mtime, which is the
-    /// original file's.
-    func prune<FS: FileSystem>(in cloud: FS, now: Int64, retention: Int64) throws -> Int {
-        guard try cloud.metadata(of: RootMarkers.versions) != nil else { return 0 }
+    /// Every kept version of every file, with the file's path (relative to the roots).
+    func all<FS: FileSystem>(in cloud: FS, under folder: RelativePath = .root) throws -> [(file: RelativePath, version: Version)] {
+        let top = RootMarkers.versions.appending(folder)
+        guard try cloud.metadata(of: top)?.kind == .directory else { return [] }
+        let scan = try cloud.scan(top) { _ in true }
+        return scan.entries.compactMap { entry in
+            let name = displayString(entry.path.name)
+            guard name.hasSuffix(Self.suffix), entry.metadata.kind != .directory,
+                  let file = RootMarkers.versions.relative(entry.path.parent), !file.isRoot else { return nil }
+            return (file, Version(location: entry.path, id: String(name.dropLast(Self.suffix.count)), metadata: entry.metadata))
+        }.sorted { $0.file != $1.file ? $0.file < $1.file : $0.version.id > $1.version.id }
+    }
+
+    /// What a prune did and what is left.
+    struct PruneOutcome: Sendable, Equatable {
         var removed = 0
-        let scan = try cloud.scan(RootMarkers.versions) { _ in true }
-        for entry in scan.entries where entry.metadata.kind != .directory {
-            guard let displaced = Self.displacedTime(of: entry.path.name), now - displaced > retention else { continue }
-            try cloud.removeFile(entry.path)
-            removed += 1
+        var removedBytes: Int64 = 0
+        var count = 0
+        var bytes: Int64 = 0
+    }
+
+    /// Deletes the versions `policy` gives up (its staggered schedule, then its size limit),
+    /// and the folders that leaves empty. Age is judged by the UTC stamp in the version's
+    /// name (when it was displaced), not by its mtime, which is the original file's.
+    func prune<FS: FileSystem>(in cloud: FS, now: Int64, policy: VersionRetention) throws -> PruneOutcome {
+        let kept = try all(in: cloud)
+        var byKey: [String: RelativePath] = [:]
+        let candidates = kept.map { item -> VersionRetention.Candidate in
+            let key = item.version.location.description
+            byKey[key] = item.version.location
+            // A name without a readable stamp counts as displaced now: kept, never lost by mistake.
+            return VersionRetention.Candidate(file: item.file.description, id: key,
+                                              displacedAt: Self.displacedTime(of: item.version.location.name) ?? now,
+                                              size: item.version.metadata.size)
         }
-        return removed
+        var outcome = PruneOutcome(count: kept.count, bytes: kept.reduce(0) { $0 + $1.version.metadata.size })
+        var emptied = Set<RelativePath>()
+        for version in policy.expired(candidates, now: now) {
+            guard let location = byKey[version.id] else { continue }
+            try cloud.removeFile(location)
+            emptied.insert(location.parent)
+            outcome.removed += 1
+            outcome.removedBytes += version.size
+        }
+        outcome.count -= outcome.removed
+        outcome.bytes -= outcome.removedBytes
+        // The deepest first, so that a folder emptied by its children's removal goes too.
+        for folder in emptied.sorted(by: { $0.depth > $1.depth }) {
+            var current = folder
+            while current != RootMarkers.versions, RootMarkers.versions.contains(current) {
+                guard (try? cloud.scan(current) { _ in false })?.entries.isEmpty == true else { break }
+                try? cloud.removeDirectory(current)
+                current = current.parent
+            }
+        }
+        return outcome
     }
 
     /// Parses the `YYYY-MM-DD_HHMMSS.nnn` stamp at the start of a version's name.

@@ -68,6 +68,11 @@ public struct StatusResult: Codable, Sendable, Equatable {
     public var filesCopied: Int
     /// The last sync error since start, if any.
     public var lastError: String?
+    /// Paths whose last operation failed and is being retried (state `error`) now.
+    public var errors: Int?
+    /// The versions store (`<cloud>/.nimbus/versions`): how many versions and their bytes.
+    public var versionsCount: Int?
+    public var versionsBytes: Int64?
     public var instance: String
     public var localRoot: String
     public var cloudRoot: String
@@ -79,7 +84,8 @@ public struct StatusResult: Codable, Sendable, Equatable {
     public var clients: Int
     public init(phase: String, reason: String?, paused: Bool, tracked: Int, heldDeletes: Int, conflicts: Int,
                 bytesCopied: Int64, filesCopied: Int, lastError: String?, instance: String, localRoot: String,
-                cloudRoot: String, deviceName: String, daemonVersion: String, startedAtNs: Int64, clients: Int) {
+                cloudRoot: String, deviceName: String, daemonVersion: String, startedAtNs: Int64, clients: Int,
+                errors: Int = 0, versionsCount: Int = 0, versionsBytes: Int64 = 0) {
         self.phase = phase
         self.reason = reason
         self.paused = paused
@@ -97,6 +103,15 @@ public struct StatusResult: Codable, Sendable, Equatable {
         self.startedAt = WireTime.rfc3339(nanoseconds: startedAtNs)
         self.startedAtNs = startedAtNs
         self.clients = clients
+        self.errors = errors
+        self.versionsCount = versionsCount
+        self.versionsBytes = versionsBytes
+    }
+
+    /// Whether something needs the user: a halted pair, held deletions, conflicts, errors, a
+    /// pause. `nimbusctl status` exits 1 then, 0 when all is in sync or syncing by itself.
+    public var needsAttention: Bool {
+        phase == "halted" || paused || heldDeletes > 0 || conflicts > 0 || (errors ?? 0) > 0
     }
 }
 

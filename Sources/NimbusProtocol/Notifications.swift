@@ -11,6 +11,10 @@ public enum NotificationMethod: String, Sendable, CaseIterable, Codable {
 /// - `conflict`: `path`, `conflictCopy` — both sides changed `path`;
 /// - `error`: `path`, `message` — an operation on `path` failed;
 /// - `phase`: `phase` (and `reason` when `halted`) — the engine's phase changed;
+/// - `deleted`: `path`, `side` — the daemon deleted `path` in the `side` folder (`local` or
+///   `cloud`), following a deletion in the other; a cloud file goes to the versions store;
+/// - `renamed`: `from`, `path`, `side` — the daemon renamed `from` to `path` in the `side`
+///   folder, following a rename in the other;
 /// - `overflow`: events were dropped because they came faster than the daemon could send
 ///   them; re-read what you need (`list`, `status`).
 /// `time`/`timeNs` say when the daemon saw it.
@@ -24,6 +28,11 @@ public struct EventParams: Codable, Sendable, Equatable {
     public var conflictCopyBytes: String?
     public var phase: String?
     public var reason: String?
+    /// `deleted` and `renamed`: the folder the daemon changed, `local` or `cloud`.
+    public var side: String?
+    /// `renamed`: the old path.
+    public var from: String?
+    public var fromBytes: String?
     public var time: String
     public var timeNs: Int64
 
@@ -35,6 +44,10 @@ public struct EventParams: Codable, Sendable, Equatable {
 
     public mutating func setPath(_ path: WirePath) {
         (self.path, self.pathBytes) = path.fields
+    }
+
+    public mutating func setFrom(_ path: WirePath) {
+        (from, fromBytes) = path.fields
     }
 
     public mutating func setConflictCopy(_ path: WirePath) {

@@ -22,7 +22,7 @@ struct CtlRunTests {
             exchange.send(#"{"jsonrpc":"2.0","id":\#(exchange.id.jsonText),"result":"#
                 + (try! JSONValue(encoding: ConnectionTests.status)).jsonText.dropLast() + #","fromTheFuture":true}}"#)
         }
-        #expect(status == 0)
+        #expect(status == 1, "the status has a conflict: something needs the user, with --json too")
         let output = try console.outputJSON()
         #expect(output["tracked"] == .integer(7))
         #expect(output["fromTheFuture"] == .bool(true))
@@ -31,9 +31,13 @@ struct CtlRunTests {
 
     @Test func humanStatus() async throws {
         let (status, console) = try await run(["status"]) { $0.result(ConnectionTests.status) }
-        #expect(status == 0)
-        #expect(console.output.contains("● Up to date"))
+        #expect(status == 1, "a conflict needs the user")
+        #expect(console.output.hasPrefix("● Needs you: 1 conflict; see 'nimbusctl --socket "), "\(console.output)")
         #expect(console.output.contains("1 file changed on both sides"))
+        let calm = { var calm = ConnectionTests.status; calm.conflicts = 0; return calm }()
+        let (calmStatus, calmConsole) = try await run(["status"]) { $0.result(calm) }
+        #expect(calmStatus == 0)
+        #expect(calmConsole.output.hasPrefix("● Up to date\n"), "\(calmConsole.output)")
         #expect(!console.output.contains("\u{1B}"), "NO_COLOR=1")
     }
 

@@ -48,7 +48,7 @@ struct RenderTests {
                                   daemonVersion: "0.1.0", startedAtNs: ns(3600), clients: 1)
         let calm = Render.status(status, plain)
         #expect(calm.hasPrefix("● Up to date\n"))
-        #expect(calm.contains("  Local   /home/ann/Nimbus"))
+        #expect(calm.contains("  Local     /home/ann/Nimbus"))
         #expect(calm.contains("12 entries in sync"))
         #expect(calm.contains("3 files (1.5 MB) since nimbusd started 1 h ago"))
         #expect(!calm.contains("Conflicts") && !calm.contains("Held"))
@@ -64,6 +64,62 @@ struct RenderTests {
         #expect(troubled.contains("120 deletions held by the safety guard"))
         #expect(troubled.contains("nimbusctl confirm-deletes") && troubled.contains("nimbusctl revert-deletes"))
         #expect(troubled.contains("Last error  copy failed"))
+        #expect(troubled.contains("Stopped     the cloud folder /mnt/cloud is missing its marker"))
+        #expect(status.needsAttention)
+    }
+
+    /// The headline names the most urgent thing, in this order: a stopped pair, held
+    /// deletions (with both commands, reaching the same daemon), conflicts, errors, a pause.
+    @Test func statusHeadlineNamesTheMostUrgentThing() {
+        var status = StatusResult(phase: "idle", reason: nil, paused: false, tracked: 12, heldDeletes: 0, conflicts: 0,
+                                  bytesCopied: 0, filesCopied: 0, lastError: nil, instance: "default",
+                                  localRoot: "/l", cloudRoot: "/c", deviceName: "d", daemonVersion: "0.1.0",
+                                  startedAtNs: ns(60), clients: 1, versionsCount: 3, versionsBytes: 2_500_000)
+        #expect(!status.needsAttention)
+        #expect(Render.status(status, plain).contains("  Versions  3 previous versions kept (2.5 MB): see 'nimbusctl versions --all'"))
+        status.paused = true
+        status.phase = "paused"
+        #expect(Render.status(status, plain).hasPrefix("● Paused: run 'nimbusctl resume' to sync again\n"))
+        #expect(status.needsAttention)
+        status.errors = 2
+        #expect(Render.status(status, plain).hasPrefix("● Needs you: 2 files failed to sync; see 'nimbusctl ls -r --state error'\n"))
+        status.conflicts = 1
+        #expect(Render.status(status, plain).hasPrefix("● Needs you: 1 conflict; see 'nimbusctl conflicts'\n"))
+        status.heldDeletes = 6247
+        var socket = plain
+        socket.reach = ["--socket", "/run/user/1000/my sockets/d.sock"]
+        let held = Render.status(status, socket)
+        #expect(held.hasPrefix("● Needs you: 6247 deletions held by the safety guard; decide with "
+                               + "nimbusctl --socket '/run/user/1000/my sockets/d.sock' confirm-deletes or "
+                               + "nimbusctl --socket '/run/user/1000/my sockets/d.sock' revert-deletes\n"), "\(held)")
+        #expect(held.contains("  Carry out  nimbusctl --socket '/run/user/1000/my sockets/d.sock' confirm-deletes\n"), "\(held)")
+        #expect(held.contains("  Conflicts  1 file changed on both sides: see nimbusctl --socket '/run/user/1000/my sockets/d.sock' conflicts\n"), "\(held)")
+        var instance = plain
+        instance.reach = ["--instance", "work"]
+        #expect(Render.status(status, instance).hasPrefix("● Needs you: 6247 deletions held by the safety guard; decide with "
+                                                          + "nimbusctl --instance work confirm-deletes or nimbusctl --instance work revert-deletes\n"))
+        status.phase = "halted"
+        status.reason = "The cloud folder /c cannot be opened"
+        #expect(Render.status(status, plain).hasPrefix("● Stopped: The cloud folder /c cannot be opened\n"))
+        status = StatusResult(phase: "syncing", reason: nil, paused: false, tracked: 1, heldDeletes: 0, conflicts: 0,
+                              bytesCopied: 0, filesCopied: 0, lastError: "old trouble", instance: "default",
+                              localRoot: "/l", cloudRoot: "/c", deviceName: "d", daemonVersion: "0.1.0",
+                              startedAtNs: ns(60), clients: 1)
+        #expect(Render.status(status, plain).hasPrefix("● Syncing\n"))
+        #expect(!status.needsAttention, "an error of the past that is retried no more does not need the user")
+    }
+
+    /// Every command printed for pasting survives a shell: names with blanks and quotes are
+    /// quoted, plain ones stay readable.
+    @Test func pastedCommandsAreShellQuoted() {
+        let versions = Render.versions([VersionInfo(id: "v1", size: 1, mtimeNs: ns(60))],
+                                       of: "c1 (conflict from vm 2024-01-01 120000).txt", plain)
+        #expect(versions.hasSuffix("Restore one with: nimbusctl restore 'c1 (conflict from vm 2024-01-01 120000).txt' --version VERSION"))
+        #expect(ShellWord.quote("it's") == "'it'\\''s'")
+        #expect(ShellWord.quote("Docs/a-b_c.txt") == "Docs/a-b_c.txt")
+        #expect(ShellWord.quote("") == "''")
+        #expect(ShellWord.quote("$HOME*") == "'$HOME*'")
+        #expect(ShellWord.quote("a\nb") == "$'a\\x0ab'")
     }
 
     @Test func infoShowsEveryField() {
@@ -105,5 +161,16 @@ struct RenderTests {
         #expect(Render.event(phase, plain) == nil, "syncing and idle are too chatty to show")
         #expect(Render.event(EventParams(type: "overflow", timeNs: ns(0)), plain)?.contains("dropped") == true)
         #expect(Render.event(EventParams(type: "future-kind", timeNs: ns(0)), plain) == nil)
+        var deleted = EventParams(type: "deleted", timeNs: ns(0))
+        deleted.setPath(WirePath("old.txt"))
+        deleted.side = "cloud"
+        #expect(Render.event(deleted, plain) == "22:13:20  − old.txt  deleted in the cloud folder (kept among the versions)")
+        deleted.side = "local"
+        #expect(Render.event(deleted, plain) == "22:13:20  − old.txt  deleted here")
+        var renamed = EventParams(type: "renamed", timeNs: ns(0))
+        renamed.setPath(WirePath("new.txt"))
+        renamed.setFrom(WirePath("old.txt"))
+        renamed.side = "local"
+        #expect(Render.event(renamed, plain) == "22:13:20  → old.txt → new.txt  renamed here")
     }
 }

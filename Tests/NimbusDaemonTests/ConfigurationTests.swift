@@ -62,6 +62,9 @@ private let everyKey = """
     max-delete-percent = 20%
     version-retention = 12h
 
+    [versions]
+    max-size = 2G
+
     [watch]
     cloud = poll
     poll-interval = 90s
@@ -118,7 +121,8 @@ private let everyKey = """
             }
         }
         #expect(try Launch(file: text).configuration() == configured)
-        #expect(ConfigSetting.all.count == 16)
+        #expect(ConfigSetting.all.count == 17)
+        #expect(configured.versionsMaxSize == 2 << 30)
     }
 
     @Test func noneWordsSwitchLimitsOff() throws {

@@ -24,7 +24,10 @@ enum Catalogue {
     static let groups: [(title: String, commands: [CommandSpec])] = [
         ("Looking", [
             CommandSpec(name: "status", summary: "Show what the daemon is doing",
-                        discussion: "The folders being synced, how many files are in each state, held deletions and recent errors."),
+                        discussion: """
+                            The first line names the most urgent thing: a stopped pair (a folder missing), held deletions with the commands that decide, conflicts, errors, a pause; else 'Up to date' or 'Syncing'. Then the folders, counts, the versions store and the last error.
+                            Exit status: 0 all in sync (or syncing by itself), 1 something needs you, 69 the daemon is not reachable.
+                            """),
             CommandSpec(name: "ls", summary: "List files with their sync state",
                         discussion: "Without PATH: the current folder when it is inside the synced folder, else the synced folder's root.",
                         arguments: [ArgumentSpec(name: "PATH", count: .optional, help: "A folder or a file")],
@@ -43,7 +46,7 @@ enum Catalogue {
                         arguments: [path("The file")],
                         examples: ["nimbusctl versions notes.txt"]),
             CommandSpec(name: "watch", summary: "Print changes as they happen, until interrupted",
-                        discussion: "State changes, conflicts, errors and progress, one line each. With --json, one JSON-RPC notification per line."),
+                        discussion: "State changes, conflicts, errors, deletions, renames and progress, one line each. With --json, one JSON-RPC notification per line."),
         ]),
         ("Files on demand", [
             CommandSpec(name: "download", summary: "Download files so they are available offline",

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import NimbusCore
 import NimbusSystem
 
 /// Where nimbusctl writes. Tests swap in one that records; the real one writes each piece
@@ -23,10 +24,28 @@ struct RenderContext: Sendable {
     /// Seconds since 1970.
     var now: Double
     var utcOffsetSeconds: Int = 0
+    /// How this nimbusctl reached its daemon (`--socket PATH`, `--instance NAME`), repeated
+    /// in every command printed for pasting so that it reaches the same daemon.
+    var reach: [String] = []
 
-    static func current(color: Bool) -> RenderContext {
+    static func current(color: Bool, reach: [String] = []) -> RenderContext {
         RenderContext(color: color, now: Date().timeIntervalSince1970,
-                      utcOffsetSeconds: ProcessSupport.utcOffsetSeconds)
+                      utcOffsetSeconds: ProcessSupport.utcOffsetSeconds, reach: reach)
+    }
+
+    /// `nimbusctl [--socket PATH] words…`, every word shell-quoted as needed, for pasting.
+    func command(_ words: String...) -> String {
+        ShellWord.command(["nimbusctl"] + reach + words)
+    }
+
+    /// `nimbusctl [--socket PATH]`, quoted, before a synopsis such as `resolve PATH --keep …`.
+    var program: String { ShellWord.command(["nimbusctl"] + reach) }
+
+    /// A command inside a sentence: in single quotes, unless it holds quotes of its own
+    /// (a quoted socket path), which a pair around it would only confuse.
+    func cite(_ words: String...) -> String {
+        let command = ShellWord.command(["nimbusctl"] + reach + words)
+        return command.contains("'") ? command : "'" + command + "'"
     }
 
     func paint(_ text: String, _ paint: Paint?) -> String {

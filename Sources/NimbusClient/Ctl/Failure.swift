@@ -1,5 +1,6 @@
 /// Any error nimbusctl reports, in one shape: what failed, why, what to do, and the exit
-/// status (0 success, 1 the operation failed, 2 usage error, 69 daemon not reachable).
+/// status (0 success, 1 the operation failed or, for `status`, something needs you, 2 usage
+/// error, 69 daemon not reachable).
 struct Failure: Error, Equatable, Sendable {
     var name: String
     /// The JSON-RPC code, for errors the daemon sent.
@@ -12,6 +13,9 @@ struct Failure: Error, Equatable, Sendable {
     var path: String?
 
     static let operationFailed: Int32 = 1
+    /// `status` only: the daemon runs, but something needs the user (held deletions,
+    /// conflicts, errors, a pause, a missing folder).
+    static let needsAttention: Int32 = 1
     static let usage: Int32 = 2
     static let unavailable: Int32 = 69  // EX_UNAVAILABLE, sysexits.h
 

@@ -10,6 +10,13 @@ struct GlobalOptions: Equatable, Sendable {
     var socket: String?
     var json = false
     var noColor = false
+
+    /// The options that chose the daemon, to repeat in commands printed for pasting.
+    var reach: [String] {
+        if let socket { return ["--socket", socket] }
+        if let instance { return ["--instance", instance] }
+        return []
+    }
 }
 
 enum Command: Equatable, Sendable {

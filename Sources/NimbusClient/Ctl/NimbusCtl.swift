@@ -5,7 +5,8 @@ import NimbusProtocol
 /// tested without a process; the executable's main only calls `main`.
 public enum NimbusCtl {
     /// Runs one command line (without the program name) and returns the exit status:
-    /// 0 success, 1 the operation failed, 2 usage error, 69 daemon not reachable.
+    /// 0 success, 1 the operation failed (for `status`: something needs you), 2 usage error,
+    /// 69 daemon not reachable.
     public static func main(arguments: [String], environment: [String: String]) async -> Int32 {
         await run(arguments: arguments, environment: environment, console: .standard)
     }
@@ -41,7 +42,8 @@ public enum NimbusCtl {
                                                                 environment: environment)
             defer { connection.close() }
             let session = Session(connection: connection, style: style, console: console,
-                                  resolver: resolver(localRoot: connection.daemon.localRoot, environment: environment))
+                                  resolver: resolver(localRoot: connection.daemon.localRoot, environment: environment),
+                                  reach: invocation.global.reach)
             return try await session.run(invocation.command)
         } catch {
             return report(Failure.from(error), style: style, console: console)

@@ -4,15 +4,10 @@ import NimbusProtocol
 enum Render {
     // MARK: status
 
+    /// The headline names the most urgent thing first (a stopped pair, held deletions with
+    /// the two commands that decide, conflicts, errors, a pause), then the table says all.
     static func status(_ s: StatusResult, _ c: RenderContext) -> String {
-        let (headline, paint): (String, Paint) = switch s.phase {
-        case "idle": ("Up to date", .green)
-        case "syncing": ("Syncing", .blue)
-        case "paused": ("Paused: run 'nimbusctl resume' to sync again", .yellow)
-        case "halted": ("Stopped: " + (s.reason ?? "see the daemon's log"), .red)
-        case "starting": ("Starting", .cyan)
-        default: (s.phase, .bold)
-        }
+        let (headline, paint) = statusHeadline(s, c)
         var table = Table([.left, .left])
         table.add(["Local", Table.Cell(s.localRoot)])
         table.add(["Cloud", Table.Cell(s.cloudRoot)])
@@ -20,20 +15,59 @@ enum Render {
         table.add(["Files", Table.Cell(Format.count(s.tracked, "entry", "entries") + " in sync")])
         table.add(["Copied", Table.Cell(Format.count(s.filesCopied, "file") + " (" + Format.size(s.bytesCopied)
                                         + ") since nimbusd started " + c.ago(s.startedAtNs))])
-        if s.conflicts > 0 {
-            table.add([Table.Cell("Conflicts", .yellow),
-                       Table.Cell(Format.count(s.conflicts, "file") + " changed on both sides: see 'nimbusctl conflicts'")])
+        if let count = s.versionsCount, let bytes = s.versionsBytes {
+            table.add(["Versions", Table.Cell(Format.count(count, "previous version") + " kept (" + Format.size(bytes)
+                                              + "): see " + c.cite("versions", "--all"))])
+        }
+        if s.phase == "halted", let reason = s.reason {
+            table.add([Table.Cell("Stopped", .red), Table.Cell(reason)])
         }
         if s.heldDeletes > 0 {
             table.add([Table.Cell("Held", .yellow),
-                       Table.Cell(Format.count(s.heldDeletes, "deletion") + " held by the safety guard: "
-                                  + "'nimbusctl confirm-deletes' carries them out, 'nimbusctl revert-deletes' undoes them")])
+                       Table.Cell(Format.count(s.heldDeletes, "deletion") + " held by the safety guard")])
+            table.add(["Carry out", Table.Cell(c.command("confirm-deletes"))])
+            table.add(["Undo", Table.Cell(c.command("revert-deletes") + "  (brings the files back)")])
+        }
+        if s.conflicts > 0 {
+            table.add([Table.Cell("Conflicts", .yellow),
+                       Table.Cell(Format.count(s.conflicts, "file") + " changed on both sides: see " + c.cite("conflicts"))])
+        }
+        if let errors = s.errors, errors > 0 {
+            table.add([Table.Cell("Errors", .red),
+                       Table.Cell(Format.count(errors, "file") + " failed to sync and are retried: see "
+                                  + c.cite("ls", "-r", "--state", "error"))])
         }
         if let error = s.lastError {
             table.add([Table.Cell("Last error", .red), Table.Cell(error)])
         }
         let body = table.lines(color: c.color).map { "  " + $0 }.joined(separator: "\n")
         return c.paint("●", paint) + " " + c.paint(headline, .bold) + "\n" + body
+    }
+
+    /// The most urgent thing about the pair, in words, with its colour.
+    static func statusHeadline(_ s: StatusResult, _ c: RenderContext) -> (String, Paint) {
+        if s.phase == "halted" {
+            return ("Stopped: " + (s.reason ?? "see the daemon's log"), .red)
+        }
+        if s.heldDeletes > 0 {
+            return ("Needs you: " + Format.count(s.heldDeletes, "deletion") + " held by the safety guard; decide with "
+                    + c.command("confirm-deletes") + " or " + c.command("revert-deletes"), .yellow)
+        }
+        if s.conflicts > 0 {
+            return ("Needs you: " + Format.count(s.conflicts, "conflict") + "; see " + c.cite("conflicts"), .yellow)
+        }
+        if let errors = s.errors, errors > 0 {
+            return ("Needs you: " + Format.count(errors, "file") + " failed to sync; see " + c.cite("ls", "-r", "--state", "error"), .red)
+        }
+        if s.paused || s.phase == "paused" {
+            return ("Paused: run " + c.cite("resume") + " to sync again", .yellow)
+        }
+        return switch s.phase {
+        case "idle": ("Up to date", .green)
+        case "syncing": ("Syncing", .blue)
+        case "starting": ("Starting", .cyan)
+        default: (s.phase, .bold)
+        }
     }
 
     // MARK: ls
@@ -105,7 +139,7 @@ enum Render {
             table.add([Table.Cell("!", .yellow), Table.Cell(conflict.path), Table.Cell("this device's version: \(conflict.conflictCopy)", .dim)])
         }
         return table.render(color: c.color) + "\n\n"
-            + Format.count(conflicts.count, "conflict") + ". Settle one with: nimbusctl resolve PATH --keep local|cloud|both"
+            + Format.count(conflicts.count, "conflict") + ". Settle one with: " + c.program + " resolve PATH --keep local|cloud|both"
     }
 
     static func versions(_ versions: [VersionInfo], of path: String, _ c: RenderContext) -> String {
@@ -116,7 +150,7 @@ enum Render {
             table.add([Table.Cell(version.id), Table.Cell(Format.size(version.size)),
                        Table.Cell(c.localDateTime(version.mtimeNs)), Table.Cell(c.ago(version.mtimeNs), .dim)])
         }
-        return table.render(color: c.color) + "\n\nRestore one with: nimbusctl restore \(path) --version VERSION"
+        return table.render(color: c.color) + "\n\nRestore one with: " + c.command("restore", path, "--version", "VERSION")
     }
 
     // MARK: watch
@@ -138,8 +172,14 @@ enum Render {
             // Syncing and idle alternate with every change; the lines about files say it.
             guard let phase = e.phase, phase != "syncing", phase != "idle" else { return nil }
             return "\(time)  phase: \(phase)" + (e.reason.map { " (\($0))" } ?? "")
+        case "deleted":
+            let where_ = e.side == "cloud" ? "deleted in the cloud folder (kept among the versions)" : "deleted here"
+            return "\(time)  \(c.paint("−", .red)) \(path)  \(where_)"
+        case "renamed":
+            let where_ = e.side == "cloud" ? "renamed in the cloud folder" : "renamed here"
+            return "\(time)  \(c.paint("→", .blue)) \(e.from ?? "?") → \(path)  \(where_)"
         case "overflow":
-            return "\(time)  some events were dropped; 'nimbusctl ls -r' shows the current state"
+            return "\(time)  some events were dropped; " + c.cite("ls", "-r") + " shows the current state"
         default:
             return nil
         }

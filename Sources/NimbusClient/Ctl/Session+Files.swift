@@ -1,4 +1,5 @@
 import FoundationEssentials
+import NimbusCore
 import NimbusSystem
 import NimbusProtocol
 
@@ -97,13 +98,13 @@ extension Session {
             opened = 127  // Not found in PATH, as a shell would say.
         } catch {
             throw Failure(name: "failed", message: "cannot open \(relative)", reason: "running xdg-open failed: \(error)",
-                          suggestion: "open \(file) yourself", exitCode: Failure.operationFailed)
+                          suggestion: "open \(ShellWord.quote(file)) yourself", exitCode: Failure.operationFailed)
         }
         guard opened == 0 else {
             let missing = opened == 127
             throw Failure(name: "failed", message: "cannot open \(relative)",
                           reason: missing ? "xdg-open is not installed" : "xdg-open exited with status \(opened)",
-                          suggestion: missing ? "install xdg-utils, or open \(file) yourself" : "open \(file) yourself",
+                          suggestion: missing ? "install xdg-utils, or open \(ShellWord.quote(file)) yourself" : "open \(ShellWord.quote(file)) yourself",
                           exitCode: Failure.operationFailed)
         }
         return 0

@@ -7,14 +7,17 @@ struct Session: Sendable {
     let style: OutputStyle
     let console: Console
     let resolver: PathResolver
+    /// `--socket PATH` or `--instance NAME` as given, for the commands printed for pasting.
+    var reach: [String] = []
 
-    var context: RenderContext { .current(color: style.colorOnStandardOutput) }
+    var context: RenderContext { .current(color: style.colorOnStandardOutput, reach: reach) }
 
     func run(_ command: Command) async throws -> Int32 {
         switch command {
         case .status:
             let (status, raw) = try await connection.callBoth(.status, NoParams(), as: StatusResult.self)
             emit(raw) { Render.status(status, context) }
+            return status.needsAttention ? Failure.needsAttention : 0
         case let .list(path, recursive, state):
             let folder = try path.map { try resolver.protocolPath($0) } ?? resolver.currentFolder ?? ""
             let (entries, raw) = try await connection.listAll(folder, recursive: recursive, state: state, raw: style.json)
@@ -53,7 +56,7 @@ struct Session: Sendable {
             }
         case .pause:
             let (_, raw) = try await connection.callBoth(.pause, NoParams(), as: PauseResult.self)
-            emit(raw) { "Paused. Nothing syncs until 'nimbusctl resume'." }
+            emit(raw) { "Paused. Nothing syncs until " + context.cite("resume") + "." }
         case .resume:
             let (_, raw) = try await connection.callBoth(.resume, NoParams(), as: PauseResult.self)
             emit(raw) { "Resumed: syncing again." }
@@ -97,7 +100,8 @@ struct Session: Sendable {
     func resolvedText(_ result: ResolveResult) -> String {
         switch result.kept {
         case "local": "Kept this device's version of \(result.path); the cloud's is among its versions."
-        case "cloud": "Kept the cloud's version of \(result.path); this device's is among its versions."
+        case "cloud": "Kept the cloud's version of \(result.path); this device's is among its versions: see "
+            + context.cite("versions", result.path) + "."
         default: "Kept both versions of \(result.path); the conflict copy stays a file of its own."
         }
     }
