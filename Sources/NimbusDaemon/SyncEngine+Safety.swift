@@ -25,6 +25,17 @@ extension SyncEngine {
                 held += deletions.filter { alreadyHeld.contains($0.path) }
             }
         }
+        // A folder whose content's deletion is held stays too: removing it would only fail
+        // ("not empty") and leave the folder in error until the user decides.
+        var holdingFolders = Set<RelativePath>()
+        for path in alreadyHeld.union(held.map(\.path)) {
+            var folder = path.parent
+            while !folder.isRoot, holdingFolders.insert(folder).inserted { folder = folder.parent }
+        }
+        let heldSoFar = Set(held.map(\.path))
+        for side in Side.allCases {
+            held += plan.deletions(on: side).filter { holdingFolders.contains($0.path) && !heldSoFar.contains($0.path) }
+        }
         guard !held.isEmpty else { return plan }
         let heldPaths = Set(held.map(\.path))
         var filtered = plan

@@ -241,14 +241,19 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
             while !folder.isRoot { chain.append(folder); folder = folder.parent }
             return chain
         }).filter { folder in !roots.contains { $0.contains(folder) } }
+        // Only those on both sides: an ancestor gone from one side is not reconciled from
+        // this partial view (it would look like a lone folder deletion, outside the
+        // mass-delete guard's count of what is inside); its own event brings it in scope.
+        var present = Set<RelativePath>()
         for folder in ancestors {
-            for side in Side.allCases {
-                guard let meta = try? system(side).metadata(of: folder), meta.kind == .directory else { continue }
-                if side == .local { views.local[folder] = meta } else { views.cloud[folder] = meta }
-            }
+            guard let l = try? local.metadata(of: folder), l.kind == .directory,
+                  let c = try? cloud.metadata(of: folder), c.kind == .directory else { continue }
+            views.local[folder] = l
+            views.cloud[folder] = c
+            present.insert(folder)
         }
         state.withLock { s in
-            for folder in ancestors { if let base = s.index[folder]?.base { views.base[folder] = base } }
+            for folder in present { if let base = s.index[folder]?.base { views.base[folder] = base } }
             if roots == [.root] { views.base.reserveCapacity(s.index.count) }
             for root in roots {
                 for path in s.index.subtree(root) {

@@ -21,8 +21,10 @@ struct NimbusctlTests {
         try await withDaemon { d in
             let human = try await d.ctl(["status"])
             #expect(human.status == 0, "\(human)")
-            #expect(human.stdout.contains("Local   \(d.local)"), "\(human)")
-            #expect(human.stdout.contains("Cloud   \(d.cloud)"))
+            #expect(human.stdout.contains("Local     \(d.local)"), "\(human)")
+            #expect(human.stdout.contains("Cloud     \(d.cloud)"))
+            #expect(human.stdout.hasPrefix("● Up to date\n"), "\(human)")
+            #expect(try await d.ctl(["--json", "status"]).json()["versionsBytes"] as? Int == 0)
             #expect(human.stdout.contains("test · instance default"))
             let json = try await d.ctl(["--json", "status"]).json()
             #expect(json["localRoot"] as? String == d.local)
@@ -148,7 +150,7 @@ struct NimbusctlTests {
             #expect(versions.first?["size"] as? Int == 3)
             let human = try await d.ctl(["versions", "r.txt"])
             #expect(human.stdout.contains("VERSION") && human.stdout.contains(id), "\(human)")
-            #expect(human.stdout.contains("nimbusctl restore r.txt --version VERSION"))
+            #expect(human.stdout.contains("nimbusctl --socket \(d.socket) restore r.txt --version VERSION"), "\(human)")
 
             let restored = try await d.ctl(["restore", "r.txt", "--version", id, "--to", "old.txt"])
             #expect(restored.status == 0, "\(restored)")

@@ -64,7 +64,6 @@ struct RenderTests {
         #expect(troubled.contains("120 deletions held by the safety guard"))
         #expect(troubled.contains("nimbusctl confirm-deletes") && troubled.contains("nimbusctl revert-deletes"))
         #expect(troubled.contains("Last error  copy failed"))
-        #expect(troubled.contains("Stopped     the cloud folder /mnt/cloud is missing its marker"))
         #expect(status.needsAttention)
     }
 

@@ -19,9 +19,6 @@ enum Render {
             table.add(["Versions", Table.Cell(Format.count(count, "previous version") + " kept (" + Format.size(bytes)
                                               + "): see " + c.cite("versions", "--all"))])
         }
-        if s.phase == "halted", let reason = s.reason {
-            table.add([Table.Cell("Stopped", .red), Table.Cell(reason)])
-        }
         if s.heldDeletes > 0 {
             table.add([Table.Cell("Held", .yellow),
                        Table.Cell(Format.count(s.heldDeletes, "deletion") + " held by the safety guard")])
@@ -34,7 +31,7 @@ enum Render {
         }
         if let errors = s.errors, errors > 0 {
             table.add([Table.Cell("Errors", .red),
-                       Table.Cell(Format.count(errors, "file") + " failed to sync and are retried: see "
+                       Table.Cell(Format.count(errors, "file") + (errors == 1 ? " failed to sync and is" : " failed to sync and are") + " retried: see "
                                   + c.cite("ls", "-r", "--state", "error"))])
         }
         if let error = s.lastError {
