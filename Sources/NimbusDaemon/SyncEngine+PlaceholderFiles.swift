@@ -149,11 +149,28 @@ extension SyncEngine {
             try local.setExtendedAttribute(Placeholder.stateAttribute, of: path, to: value)
         } catch let error as SystemError where error.errno == .noSuchFile {
             return  // Not here (yet): a download in progress, a file just deleted.
+        } catch let error as SystemError where error.errno == .notSupported && !path.isRoot && rootKeepsAttributes() {
+            // One entry that keeps none (a file just replaced by a symlink, as `tar x` does):
+            // that entry's problem, not the filesystem's.
+            log.debug("cannot write \(Placeholder.stateAttribute) of \(path): \(error)")
         } catch let error as SystemError where error.errno == .notSupported {
             attributesSupported.store(false, ordering: .relaxed)
-            log.notice("the local folder's filesystem keeps no user xattrs; file states are not written to user.nimbus.state")
+            log.notice("the local folder's filesystem keeps no user xattrs (\(error)); file states are not written to user.nimbus.state")
         } catch {
             log.debug("cannot write \(Placeholder.stateAttribute) of \(path): \(error)")
+        }
+    }
+
+    /// Whether the local root, a directory, can hold user xattrs: reading one there fails
+    /// with `EOPNOTSUPP` only on a filesystem that keeps none.
+    private func rootKeepsAttributes() -> Bool {
+        do {
+            _ = try local.extendedAttribute(Placeholder.stateAttribute, of: .root)
+            return true
+        } catch let error as SystemError where error.errno == .notSupported {
+            return false
+        } catch {
+            return true  // Another failure says nothing about the filesystem.
         }
     }
 }

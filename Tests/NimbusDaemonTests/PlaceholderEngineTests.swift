@@ -75,6 +75,19 @@ import NimbusSystem
         #expect(pair.content(pair.local, "d/a") == "two", "a downloaded file stays downloaded")
     }
 
+    /// `tar x` replaces files by symlinks: writing the state of one fails (`EPERM`, reported as
+    /// `EOPNOTSUPP`), which is that entry's problem; the other files still get their state.
+    @Test func oneSymlinkWithoutXattrsDoesNotSwitchTheStateOffForEveryFile() throws {
+        let pair = Pair()
+        try pair.local.makeSymlink(rp("link"), target: Array("d".utf8))
+        pair.engine.start()
+        pair.engine.markState(.downloaded, of: rp("link"))
+        try pair.cloud.write(rp("after"), Array("one".utf8))
+        pair.sync()
+        #expect(pair.content(pair.local, "after") == "one")
+        #expect(try pair.local.extendedAttribute(Placeholder.stateAttribute, of: rp("after")) == Array("downloaded".utf8))
+    }
+
     @Test func theStateXattrFollowsConflictsAndTheirResolution() throws {
         let pair = Pair()
         try pair.local.write(rp("a"), Array("one".utf8))
