@@ -90,6 +90,7 @@ final class ControlHandler {
         }
         let request = ControlRequest(id: head.id, method: method, data: data, client: client)
         do {
+            try checkParameterNames(request)
             try dispatch(request)
         } catch let error as RPCError {
             reply(request.id, client, error)
@@ -131,6 +132,23 @@ final class ControlHandler {
             throw RPCError(.invalidParams, "invalid parameters for \(request.method.rawValue)", reason: Self.explain(error),
                            suggestion: "see PROTOCOL.md for the parameters of \(request.method.rawValue)")
         }
+    }
+
+    /// Refuses a parameter the method does not take, naming it (and the one probably meant):
+    /// ignoring it would do something else than asked, e.g. list the whole root for `paths`.
+    func checkParameterNames(_ request: ControlRequest) throws {
+        guard let names = (try? decoder.decode(ParameterNamesOf.self, from: request.data))?.params?.names else { return }
+        let method = request.method
+        let known = method.parameterNames
+        guard let unknown = names.sorted().first(where: { !known.contains($0) }) else { return }
+        let takes = known.isEmpty ? "\(method.rawValue) takes no parameters"
+                                  : "\(method.rawValue) takes " + known.joined(separator: ", ")
+        let near = known.map { (name: $0, distance: editDistance(Array(unknown.lowercased()), Array($0.lowercased()))) }
+            .filter { $0.distance <= max(1, min(2, unknown.count / 3)) }
+            .min { $0.distance < $1.distance }
+        throw RPCError(.invalidParams, "unknown parameter \"\(unknown)\" for \(method.rawValue)", reason: takes,
+                       suggestion: near.map { "did you mean \"\($0.name)\"?" }
+                           ?? "remove it; see PROTOCOL.md for the parameters of \(method.rawValue)")
     }
 
     func requiredParams<P: Decodable & Sendable>(_ type: P.Type, _ request: ControlRequest) throws -> P {

@@ -149,6 +149,30 @@ public struct ParamsOf<Params: Decodable & Sendable>: Decodable, Sendable {
     public var params: Params?
 }
 
+/// The member names of a line's `params` object (nil when `params` is absent or no object).
+public struct ParameterNamesOf: Decodable, Sendable {
+    public var params: Names?
+
+    public struct Names: Decodable, Sendable {
+        public var names: [String]
+        public init(from decoder: any Decoder) throws {
+            names = try decoder.container(keyedBy: AnyKey.self).allKeys.map(\.stringValue)
+        }
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: AnyKey.self)
+        params = try? container.decodeIfPresent(Names.self, forKey: AnyKey(stringValue: "params"))
+    }
+
+    struct AnyKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+}
+
 /// Decodes only `result` of a response line.
 public struct ResultOf<Result: Decodable & Sendable>: Decodable, Sendable {
     public var result: Result

@@ -7,6 +7,26 @@ public enum ControlMethod: String, CaseIterable, Sendable, Codable {
     case pause, resume, rescan, confirmDeletes, revertDeletes, watch, locks, reload, acquire, release
 }
 
+extension ControlMethod {
+    /// The names of the parameters the method takes (members of `params`); any other name is
+    /// refused with `invalid_params`, so a typo (`paths` for `path`) is never silently ignored.
+    public var parameterNames: [String] {
+        let path = ["path", "pathBytes"]
+        switch self {
+        case .hello: return ["versions", "client"]
+        case .list: return path + ["recursive", "state", "limit", "cursor"]
+        case .stat, .evict, .pin, .unpin, .versions: return path
+        case .download: return path + ["wait"]
+        case .resolve: return path + ["keep"]
+        case .restore: return path + ["version", "to", "toBytes"]
+        case .watch: return ["progress"]
+        case .acquire: return path + ["mode", "timeoutSeconds"]
+        case .release: return ["lease"]
+        case .status, .conflicts, .pause, .resume, .rescan, .confirmDeletes, .revertDeletes, .locks, .reload: return []
+        }
+    }
+}
+
 /// Protocol versions. `hello` picks the highest version both sides support. Adding fields
 /// or methods does not change the version; removing or changing the meaning of one does.
 public enum ProtocolVersion {

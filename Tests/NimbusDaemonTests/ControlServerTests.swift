@@ -84,6 +84,27 @@ import Testing
         #expect(daemon.isRunning)
     }
 
+    /// A parameter a method does not take is refused, named, with the one probably meant:
+    /// ignoring `paths` would list the whole root instead of the folder asked for.
+    @Test func unknownParametersAreRefusedForEveryMethod() throws {
+        let daemon = try DaemonProcess()
+        try daemon.waitUntilIdle()
+        let client = try daemon.client()
+        let typo = try client.call("list", #"{"paths":["x"]}"#)
+        #expect(typo.errorName == "invalid_params", "\(typo)")
+        #expect(typo["error"]?["message"]?.string == #"unknown parameter "paths" for list"#, "\(typo)")
+        #expect(typo["error"]?["data"]?["suggestion"]?.string == #"did you mean "path"?"#, "\(typo)")
+        #expect(typo["error"]?["data"]?["reason"]?.string?.contains("path, pathBytes, recursive") == true, "\(typo)")
+        for method in ControlMethod.allCases {
+            let answer = try client.call(method.rawValue, #"{"bogusParameter":1}"#)
+            #expect(answer.errorName == "invalid_params", "\(method): \(answer)")
+            #expect(answer["error"]?["message"]?.string?.contains("bogusParameter") == true, "\(method): \(answer)")
+        }
+        let stat = try client.call("stat", #"{"path":"a","pathbytes":"YQ=="}"#)
+        #expect(stat["error"]?["data"]?["suggestion"]?.string == #"did you mean "pathBytes"?"#, "\(stat)")
+        #expect(try client.result("status", "{}")["phase"] != nil, "an empty params object is fine")
+    }
+
     @Test func aTenMebibyteLineIsRefusedAndOnlyThatClientIsDropped() throws {
         let daemon = try DaemonProcess()
         try daemon.waitUntilIdle()

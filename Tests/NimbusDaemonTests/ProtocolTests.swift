@@ -120,6 +120,43 @@ import Testing
         #expect(ErrorName.parseError.code == -32700 && ErrorName.methodNotFound.code == -32601)
     }
 
+    /// The names the daemon accepts are exactly the members of each method's parameter type.
+    @Test func everyMethodAcceptsExactlyTheMembersOfItsParameters() throws {
+        let path = WirePath(bytes: Array("a".utf8))
+        func members(_ value: some Encodable) throws -> [String] {
+            let object = try JSONSerialization.jsonObject(with: JSONEncoder().encode(value)) as? [String: Any]
+            return (object ?? [:]).keys.sorted()
+        }
+        var full = ListParams(path: path, recursive: true, state: "conflict", limit: 5, cursor: "c")
+        full.pathBytes = "YQ=="
+        var pathOnly = PathParams(path)
+        pathOnly.pathBytes = "YQ=="
+        var download = DownloadParams(path, wait: true)
+        download.pathBytes = "YQ=="
+        var resolve = ResolveParams(path: path, keep: "both")
+        resolve.pathBytes = "YQ=="
+        var restore = RestoreParams(path: path, version: "v", to: path)
+        (restore.pathBytes, restore.toBytes) = ("YQ==", "YQ==")
+        var acquire = AcquireParams(path: path, mode: "shared", timeoutSeconds: 1)
+        acquire.pathBytes = "YQ=="
+        for method in ControlMethod.allCases {
+            let expected: [String]
+            switch method {
+            case .hello: expected = try members(HelloParams(versions: [1], client: "c"))
+            case .list: expected = try members(full)
+            case .stat, .evict, .pin, .unpin, .versions: expected = try members(pathOnly)
+            case .download: expected = try members(download)
+            case .resolve: expected = try members(resolve)
+            case .restore: expected = try members(restore)
+            case .watch: expected = try members(WatchParams(progress: true))
+            case .acquire: expected = try members(acquire)
+            case .release: expected = try members(ReleaseParams(lease: 1))
+            case .status, .conflicts, .pause, .resume, .rescan, .confirmDeletes, .revertDeletes, .locks, .reload: expected = []
+            }
+            #expect(method.parameterNames.sorted() == expected, "\(method)")
+        }
+    }
+
     @Test func fileStatesKeepTheirWireNames() {
         for name in FileState.allNames {
             #expect(FileState(wireName: name)?.name == name)
