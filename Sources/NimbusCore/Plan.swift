@@ -68,8 +68,8 @@ public enum Action: Hashable, Sendable {
 /// and updates (parents before children), then journal-only records.
 public struct Plan: Hashable, Sendable {
     public var actions: [Action] = []
-    /// Paths where both sides changed to different content; the local version was preserved
-    /// under `conflictCopy` and the cloud version keeps the name.
+    /// Paths where both sides changed to different content; one version was preserved under
+    /// `conflictCopy` and the other keeps the name (see `Conflict.nameKeptBy`).
     public var conflicts: [Conflict] = []
     /// Files whose content must be hashed before "same content?" can be decided; the caller
     /// hashes them (at these paths, which are where the files are now) and reconciles again.
@@ -86,12 +86,47 @@ public struct Plan: Hashable, Sendable {
     }
 }
 
-public struct Conflict: Hashable, Sendable {
+public struct Conflict: Hashable, Sendable, CustomStringConvertible {
     public var path: RelativePath
     public var conflictCopy: RelativePath
-    public init(path: RelativePath, conflictCopy: RelativePath) {
+    /// The side whose version keeps the name: the cloud's, except where this device has a
+    /// folder (a folder always keeps its name).
+    public var nameKeptBy: Side
+    /// The kinds of the two versions, for saying what happened.
+    public var kinds: (local: FileKind, cloud: FileKind)
+
+    public init(path: RelativePath, conflictCopy: RelativePath, nameKeptBy: Side = .cloud,
+                kinds: (local: FileKind, cloud: FileKind) = (.file, .file)) {
         self.path = path
         self.conflictCopy = conflictCopy
+        self.nameKeptBy = nameKeptBy
+        self.kinds = kinds
+    }
+
+    /// What happened, for the log: which version kept the name and which became the copy.
+    public var description: String {
+        func version(_ side: Side) -> String {
+            let kind = side == .local ? kinds.local : kinds.cloud
+            let what = kinds.local == kinds.cloud ? "version" : "\(kind)"
+            return side == .local ? "this device's \(what)" : "the cloud's \(what)"
+        }
+        let change = kinds.local == kinds.cloud ? "both sides changed it"
+                                                : "a \(kinds.local) here and a \(kinds.cloud) in the cloud"
+        return "conflict on \(path): \(change); \(version(nameKeptBy)) keeps the name, "
+            + "\(version(nameKeptBy.other)) is kept as \(conflictCopy)"
+    }
+
+    public static func == (a: Conflict, b: Conflict) -> Bool {
+        a.path == b.path && a.conflictCopy == b.conflictCopy && a.nameKeptBy == b.nameKeptBy
+            && a.kinds.local == b.kinds.local && a.kinds.cloud == b.kinds.cloud
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(path)
+        hasher.combine(conflictCopy)
+        hasher.combine(nameKeptBy)
+        hasher.combine(kinds.local)
+        hasher.combine(kinds.cloud)
     }
 }
 

@@ -277,7 +277,7 @@ struct Reconciler {
         views[loser]![path] = nil
         create(path, on: loser, from: winnerEntry, replacing: nil)
         create(copyName, on: loser.other, from: loserEntry, replacing: nil)
-        plan.conflicts.append(Conflict(path: path, conflictCopy: copyName))
+        plan.conflicts.append(Conflict(path: path, conflictCopy: copyName, nameKeptBy: loser.other, kinds: (l.kind, c.kind)))
     }
 }
 

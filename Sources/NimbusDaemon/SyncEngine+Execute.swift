@@ -65,7 +65,7 @@ extension SyncEngine {
             updateRecord(conflict.path) { $0.conflictCopy = conflict.conflictCopy }
             publishState(of: conflict.path)
             emit(.conflict(conflict.path, copy: conflict.conflictCopy))
-            log.notice("conflict on \(conflict.path): both sides changed it; the cloud version keeps the name, this device's version is kept as \(conflict.conflictCopy)")
+            log.notice("\(conflict)")
         }
         return again
     }

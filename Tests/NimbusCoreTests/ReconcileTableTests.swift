@@ -124,6 +124,24 @@ extension Tree {
         #expect(ReconcileRandomTests.plan(applier.base, applier.local, applier.cloud).actions.isEmpty)
     }
 
+    /// The log line says which version kept the name: a folder here keeps it, and the cloud's
+    /// file becomes the copy (not the other way round, as it once said).
+    @Test func aConflictSaysWhichVersionKeptTheName() {
+        let folder = FileMetadata(kind: .directory, size: 0, mtime: 1, mode: 0o755, inode: 5)
+        let file = FileMetadata(kind: .file, size: 3, mtime: 2, mode: 0o644, inode: 6)
+        let mixed = reconcile(base: [:], local: [p("a"): folder], cloud: [p("a"): file], namer: ReconcileRandomTests.namer)
+        #expect(mixed.conflicts.map(\.description) == ["conflict on a: a directory here and a file in the cloud; this device's "
+            + "directory keeps the name, the cloud's file is kept as a (conflict from test 2023-11-14 221320)"])
+        let reversed = reconcile(base: [:], local: [p("a"): file], cloud: [p("a"): folder], namer: ReconcileRandomTests.namer)
+        #expect(reversed.conflicts.map(\.description) == ["conflict on a: a file here and a directory in the cloud; the cloud's "
+            + "directory keeps the name, this device's file is kept as a (conflict from test 2023-11-14 221320)"])
+        var other = file
+        other.size = 4
+        let both = reconcile(base: [:], local: [p("a"): file], cloud: [p("a"): other], namer: ReconcileRandomTests.namer)
+        #expect(both.conflicts.map(\.description) == ["conflict on a: both sides changed it; the cloud's version keeps the "
+            + "name, this device's version is kept as a (conflict from test 2023-11-14 221320)"])
+    }
+
     @Test func specialFilesAreSkipped() {
         let fifo = FileMetadata(kind: .special, size: 0, mtime: 1, mode: 0o644, inode: 5)
         let plan = reconcile(base: [:], local: [p("fifo"): fifo], cloud: [:], namer: ReconcileRandomTests.namer)
