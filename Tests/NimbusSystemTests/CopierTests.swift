@@ -267,6 +267,10 @@ struct Pair {
                 #expect(try pair.scratch.read("dst/file") == Array("old".utf8))
                 #expect(try pair.temporaryFiles().isEmpty)
             }
+            // Polled: a child process another test spawns at that moment holds a copy of every
+            // descriptor between its fork and its exec.
+            let deadline = ContinuousClock.now + .seconds(10)
+            while pair.destination.isOpenForWriting(file) && ContinuousClock.now < deadline { usleep(1000) }
             #expect(!pair.destination.isOpenForWriting(file))
             _ = try install(pair, "file", replacing: old, displacedTo: nil, exchange: exchange, refusingOpenWriters: true)
             #expect(try pair.scratch.read("dst/file") == Array("new".utf8))
@@ -284,6 +288,8 @@ struct Pair {
                 #expect(!ProcessSupport.isOpenForWriting(identity))
                 let writer = try FileDescriptor.open("file", [.readWrite], relativeTo: scratch.directory)
                 try writer.closeAfter { #expect(ProcessSupport.isOpenForWriting(identity)) }
+                let deadline = ContinuousClock.now + .seconds(10)
+                while ProcessSupport.isOpenForWriting(identity) && ContinuousClock.now < deadline { usleep(1000) }
                 #expect(!ProcessSupport.isOpenForWriting(identity))
             }
         }
