@@ -91,3 +91,60 @@ int cnimbus_spawnp(pid_t *pid, const char *file, char *const argv[], char *const
     posix_spawn_file_actions_destroy(&actions);
     return result;
 }
+
+#include <sys/fanotify.h>
+#include <sys/prctl.h>
+#include <linux/capability.h>
+#include <linux/falloc.h>
+
+int cnimbus_fanotify_init(unsigned int flags, unsigned int event_f_flags) {
+    return fanotify_init(flags, event_f_flags);
+}
+
+int cnimbus_fanotify_mark(int fanotify_fd, unsigned int flags, uint64_t mask, int dirfd, const char *path) {
+    return fanotify_mark(fanotify_fd, flags, mask, dirfd, path);
+}
+
+int cnimbus_punch_hole(int fd, int64_t offset, int64_t length) {
+    return fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length);
+}
+
+int cnimbus_fremovexattr(int fd, const char *name) {
+    return fremovexattr(fd, name);
+}
+
+int cnimbus_capget(uint32_t effective[2], uint32_t permitted[2], uint32_t inheritable[2]) {
+    struct __user_cap_header_struct header = { _LINUX_CAPABILITY_VERSION_3, 0 };
+    struct __user_cap_data_struct data[2];
+    memset(data, 0, sizeof(data));
+    if (syscall(SYS_capget, &header, data) != 0) return -1;
+    for (int i = 0; i < 2; i++) {
+        effective[i] = data[i].effective;
+        permitted[i] = data[i].permitted;
+        inheritable[i] = data[i].inheritable;
+    }
+    return 0;
+}
+
+int cnimbus_capset(const uint32_t effective[2], const uint32_t permitted[2], const uint32_t inheritable[2]) {
+    struct __user_cap_header_struct header = { _LINUX_CAPABILITY_VERSION_3, 0 };
+    struct __user_cap_data_struct data[2];
+    for (int i = 0; i < 2; i++) {
+        data[i].effective = effective[i];
+        data[i].permitted = permitted[i];
+        data[i].inheritable = inheritable[i];
+    }
+    return (int)syscall(SYS_capset, &header, data);
+}
+
+int cnimbus_prctl(int option, unsigned long arg2, unsigned long arg3, unsigned long arg4, unsigned long arg5) {
+    return prctl(option, arg2, arg3, arg4, arg5);
+}
+
+const int CNIMBUS_PR_CAPBSET_DROP = PR_CAPBSET_DROP;
+const int CNIMBUS_PR_CAPBSET_READ = PR_CAPBSET_READ;
+const int CNIMBUS_PR_CAP_AMBIENT = PR_CAP_AMBIENT;
+const unsigned long CNIMBUS_PR_CAP_AMBIENT_CLEAR_ALL = PR_CAP_AMBIENT_CLEAR_ALL;
+const int CNIMBUS_PR_SET_NO_NEW_PRIVS = PR_SET_NO_NEW_PRIVS;
+const int CNIMBUS_PR_GET_NO_NEW_PRIVS = PR_GET_NO_NEW_PRIVS;
+const int CNIMBUS_CAP_SYS_ADMIN = CAP_SYS_ADMIN;

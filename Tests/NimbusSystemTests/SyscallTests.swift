@@ -113,8 +113,8 @@ struct Scratch {
     let path: SystemPath
     let directory: FileDescriptor
 
-    static func with<R>(_ body: (Scratch) throws -> R) throws -> R {
-        var template = Array("/tmp/nimbus-test-XXXXXX".utf8CString)
+    static func with<R>(base: String = "/tmp", _ body: (Scratch) throws -> R) throws -> R {
+        var template = Array("\(base)/nimbus-test-XXXXXX".utf8CString)
         guard mkdtemp(&template) != nil else { throw Errno.current }
         let path = SystemPath(bytes: template.dropLast().map { UInt8(bitPattern: $0) })
         defer { removeTree(path) }

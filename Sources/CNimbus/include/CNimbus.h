@@ -51,4 +51,79 @@ int cnimbus_probe_read_lease(int fd);
 /// pipe2(fds, O_CLOEXEC).
 int cnimbus_pipe_cloexec(int fds[2]);
 
+/* ---- fanotify pre-content events (Linux 6.14) and capabilities ----
+ * Debian 12's headers predate the pre-content hooks: the values below are those of the
+ * kernel's include/uapi/linux/fanotify.h (6.14 to 6.18), defined only where the system
+ * headers lack them. */
+#include <linux/fanotify.h>
+
+#ifndef FAN_PRE_ACCESS
+#define FAN_PRE_ACCESS 0x00100000  /* pre-content access hook (read, write, truncate, punch) */
+#endif
+#ifndef FAN_EVENT_INFO_TYPE_RANGE
+#define FAN_EVENT_INFO_TYPE_RANGE 6
+#endif
+#ifndef FAN_REPORT_FD_ERROR
+#define FAN_REPORT_FD_ERROR 0x00002000
+#endif
+#ifndef FAN_ERRNO_BITS
+#define FAN_ERRNO_BITS 8
+#define FAN_ERRNO_SHIFT (32 - FAN_ERRNO_BITS)
+#define FAN_ERRNO_MASK ((1 << FAN_ERRNO_BITS) - 1)
+#endif
+#ifndef FAN_INFO
+#define FAN_INFO 0x20
+#endif
+#ifndef FAN_RESPONSE_INFO_NONE
+#define FAN_RESPONSE_INFO_NONE 0
+#define FAN_RESPONSE_INFO_AUDIT_RULE 1
+#endif
+
+/// The info record that follows a FAN_PRE_ACCESS event: the byte range about to be accessed.
+/// Layout of the kernel's `struct fanotify_event_info_range` (24 bytes).
+struct cnimbus_fanotify_range {
+    uint8_t info_type;
+    uint8_t pad0;
+    uint16_t len;
+    uint32_t pad;
+    uint64_t offset;
+    uint64_t count;
+};
+
+/// FAN_DENY_ERRNO(error): a deny response that makes the access fail with `error` (only EIO,
+/// EPERM, EBUSY, ETXTBSY, EAGAIN, ENOSPC and EDQUOT are accepted, and only from a
+/// FAN_CLASS_PRE_CONTENT group). The macro is function-like, so Swift cannot import it.
+static inline uint32_t cnimbus_fan_deny_errno(int error) {
+    return FAN_DENY | ((((uint32_t)error) & FAN_ERRNO_MASK) << FAN_ERRNO_SHIFT);
+}
+
+/// fanotify_init(2). Returns the group's descriptor or -1.
+int cnimbus_fanotify_init(unsigned int flags, unsigned int event_f_flags);
+
+/// fanotify_mark(2); `path` NULL marks the file `dirfd` is open on (not an O_PATH one). Returns 0 or -1.
+int cnimbus_fanotify_mark(int fanotify_fd, unsigned int flags, uint64_t mask, int dirfd, const char *path);
+
+/// fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length). Returns 0 or -1.
+int cnimbus_punch_hole(int fd, int64_t offset, int64_t length);
+
+/// fremovexattr(2) (not in Swift's Glibc module). Returns 0 or -1.
+int cnimbus_fremovexattr(int fd, const char *name);
+
+/// capget(2) / capset(2) on the calling thread with _LINUX_CAPABILITY_VERSION_3: each set is
+/// two 32-bit words (capabilities 0-31, then 32-63). Return 0 or -1.
+int cnimbus_capget(uint32_t effective[2], uint32_t permitted[2], uint32_t inheritable[2]);
+int cnimbus_capset(const uint32_t effective[2], const uint32_t permitted[2], const uint32_t inheritable[2]);
+
+/// prctl(2) with its four arguments (variadic in C). Returns prctl's result or -1.
+int cnimbus_prctl(int option, unsigned long arg2, unsigned long arg3, unsigned long arg4, unsigned long arg5);
+
+/// prctl options and the capability number Nimbus names.
+extern const int CNIMBUS_PR_CAPBSET_DROP;
+extern const int CNIMBUS_PR_CAPBSET_READ;
+extern const int CNIMBUS_PR_CAP_AMBIENT;
+extern const unsigned long CNIMBUS_PR_CAP_AMBIENT_CLEAR_ALL;
+extern const int CNIMBUS_PR_SET_NO_NEW_PRIVS;
+extern const int CNIMBUS_PR_GET_NO_NEW_PRIVS;
+extern const int CNIMBUS_CAP_SYS_ADMIN;
+
 #endif
