@@ -1,0 +1,263 @@
+import Foundation
+import Glibc
+import NimbusCore
+import NimbusSystem
+import Synchronization
+
+/// Serves the kernel's pre-content events for real-name placeholders (DESIGN §5): one thread
+/// reads the pair's `FanotifyGroup`; a process that opens or reads a not-downloaded file waits
+/// while a worker writes the cloud content in through the event's descriptor, then gets the
+/// right bytes, or an errno, never zeros.
+///
+/// - Concurrent openers of one file share one fill: their events wait for it together.
+/// - Programs in `refusedPrograms` (indexers, scanners; matched by `/proc/PID/comm` or the
+///   executable's name) are refused with `EPERM` instead of fetching.
+/// - Beyond `rateLimit` fills a minute (a token bucket), opens are refused with `EAGAIN`
+///   and the storm is logged once.
+/// - The daemon's own opens are refused with `EBUSY`: it never reads a placeholder's content,
+///   and must not wait for itself.
+///
+/// The server knows placeholders by inode (`register`, `forget`), because the event says only
+/// which file, not by which name it was opened.
+public final class HydrationServer: Sendable {
+    /// A not-downloaded file: its path in both roots and what the cloud file must still be.
+    public struct Placeholder: Sendable, Hashable {
+        public var path: RelativePath
+        public var cloud: FileMetadata
+        public init(path: RelativePath, cloud: FileMetadata) {
+            self.path = path
+            self.cloud = cloud
+        }
+    }
+
+    /// How a fill ended, for the engine (journal, state, logs).
+    public enum Outcome: Sendable {
+        case filled(Placeholder, local: FileMetadata)
+        /// The file was changed while nobody listened (its size is not the cloud's): left alone.
+        case changedLocally(Placeholder)
+        case failed(Placeholder, Errno, String)
+    }
+
+    public struct Settings: Sendable {
+        public var refusedPrograms: Set<String> = HydrationServer.defaultRefusedPrograms
+        /// Fills a minute (0: every open is refused).
+        public var rateLimit = 30
+        public init() {}
+    }
+
+    /// Indexers and scanners that would otherwise fetch the whole cloud (GNOME, KDE, locate, ClamAV).
+    public static let defaultRefusedPrograms: Set<String> = [
+        "tracker-miner-fs-3", "tracker-extract-3", "localsearch-3", "localsearch-extractor-3", "baloo_file",
+        "baloo_file_extractor", "updatedb", "updatedb.plocate", "updatedb.mlocate", "mlocate", "plocate",
+        "clamd", "clamscan", "clamdscan",
+    ]
+
+    let group: FanotifyGroup
+    let cloudRoot: FileDescriptor
+    let log: Logger
+    private let settings: Mutex<Settings>
+    private let placeholders = Mutex<[FileIdentity: Placeholder]>([:])
+    /// Fills running, by inode, with the events waiting for each.
+    private let inFlight = Mutex<[FileIdentity: [FanotifyEvent]]>([:])
+    private let limiter: Mutex<RateLimiter>
+    private let refusedLogged = Mutex<Set<String>>([])
+    private let stopping = Atomic<Bool>(false)
+    private let stopped = DispatchSemaphore(value: 0)
+    private let fillers = DispatchGroup()
+    private let now: @Sendable () -> Int64
+    private let progress: @Sendable (RelativePath, Int64, Int64) -> Void
+    private let completed: @Sendable (Outcome) -> Void
+
+    /// Starts serving. `completed` and `progress` are called on worker threads and must not wait
+    /// for anything that may itself be waiting for a fill.
+    public init(group: FanotifyGroup, cloudRoot: FileDescriptor, settings: Settings, log: Logger,
+                now: @escaping @Sendable () -> Int64 = { SystemClock().monotonicNow },
+                progress: @escaping @Sendable (RelativePath, Int64, Int64) -> Void = { _, _, _ in },
+                completed: @escaping @Sendable (Outcome) -> Void) {
+        self.group = group
+        self.cloudRoot = cloudRoot
+        self.log = log
+        self.settings = Mutex(settings)
+        self.limiter = Mutex(RateLimiter(limit: settings.rateLimit))
+        self.now = now
+        self.progress = progress
+        self.completed = completed
+        Thread { [self] in serve() }.start()
+    }
+
+    /// Knows `inode` of `device` as the not-downloaded file `placeholder` (after creating,
+    /// marking or evicting it).
+    public func register(device: UInt64, inode: UInt64, _ placeholder: Placeholder) {
+        placeholders.withLock { $0[FileIdentity(device: device, inode: inode)] = placeholder }
+    }
+
+    /// Forgets a file that is no longer a placeholder (downloaded, removed, replaced).
+    public func forget(device: UInt64, inode: UInt64) {
+        _ = placeholders.withLock { $0.removeValue(forKey: FileIdentity(device: device, inode: inode)) }
+    }
+
+    public func update(_ settings: Settings) {
+        self.settings.withLock { $0 = settings }
+        limiter.withLock { $0.limit = settings.rateLimit }
+    }
+
+    /// Stops reading events and waits for running fills to answer their readers. The group
+    /// stays open: closing it lets the kernel allow every reader still waiting (zeros), so its
+    /// owner closes it only once the files are guarded.
+    public func stop() {
+        stopping.store(true, ordering: .relaxed)
+        stopped.wait()
+        fillers.wait()
+    }
+
+    private func serve() {
+        defer { stopped.signal() }
+        while !stopping.load(ordering: .relaxed) {
+            do {
+                guard try group.waitForEvents(timeoutMilliseconds: 200) else { continue }
+                for event in try group.readEvents() { handle(event) }
+            } catch {
+                log.error("real-name placeholders: cannot read the kernel's events: \(error)")
+                Thread.sleep(forTimeInterval: 0.2)
+            }
+        }
+    }
+
+    private func handle(_ event: FanotifyEvent) {
+        guard event.needsResponse else {
+            if event.events.contains(.queueOverflow) { log.warning("real-name placeholders: the kernel's event queue overflowed") }
+            if event.file.rawValue >= 0 { try? event.file.close() }
+            return
+        }
+        guard let current = try? event.file.metadata() else { return answer(event, .deny(.ioError)) }
+        let identity = FileIdentity(device: current.device, inode: current.inode)
+        guard let placeholder = placeholders.withLock({ $0[identity] }) else {
+            // Not (or no longer) a placeholder: a mark left behind.
+            try? group.unmark(file: event.file)
+            return answer(event, .allow)
+        }
+        if RealNamePlaceholderFile.decide(notDownloaded: true, currentSize: current.size,
+                                          expectedSize: placeholder.cloud.size) == .leave {
+            forget(device: current.device, inode: current.inode)
+            try? group.unmark(file: event.file)
+            answer(event, .allow)
+            return completed(.changedLocally(placeholder))
+        }
+        // Joins a fill already running for this file.
+        let joined = inFlight.withLock { running in
+            guard running[identity] != nil else { return false }
+            running[identity]!.append(event)
+            return true
+        }
+        if joined { return }
+        if let refusal = refusal(of: event, placeholder) { return answer(event, .deny(refusal)) }
+        inFlight.withLock { $0[identity] = [event] }
+        fillers.enter()
+        DispatchQueue.global().async { [self] in
+            defer { fillers.leave() }
+            fill(event.file, placeholder, identity: identity)
+        }
+    }
+
+    /// Why this open may not fetch, or nil.
+    private func refusal(of event: FanotifyEvent, _ placeholder: Placeholder) -> Errno? {
+        if event.pid == getpid() {
+            log.warning("real-name placeholders: nimbusd itself opened the not-downloaded \(placeholder.path); refused")
+            return .busy
+        }
+        let program = Self.programNames(of: event.pid)
+        if let refused = program.first(where: { isRefused($0) }) {
+            if refusedLogged.withLock({ $0.insert(refused).inserted }) {
+                log.notice("\(refused) (pid \(event.pid)) opened the not-downloaded \(placeholder.path): refused, "
+                           + "as every open by \(refused) will be (refused-programs)")
+            }
+            return .notPermitted
+        }
+        switch limiter.withLock({ $0.admit(now: now()) }) {
+        case .allowed:
+            return nil
+        case .refused(let first):
+            if first {
+                let limit = settings.withLock { $0.rateLimit }
+                log.warning("not-downloaded files are being opened faster than open-rate-limit = \(limit) a minute "
+                            + "(\(program.first ?? "pid \(event.pid)") opened \(placeholder.path)): such opens fail "
+                            + "with EAGAIN until it calms down; use 'nimbusctl download' for what you need")
+            }
+            return .wouldBlock
+        }
+    }
+
+    /// `/proc/PID/comm` holds at most 15 bytes of the name ("tracker-miner-f"): a configured
+    /// name matches its first 15 bytes there, or the executable's file name in full.
+    private func isRefused(_ name: String) -> Bool {
+        settings.withLock { settings in
+            settings.refusedPrograms.contains(name) || settings.refusedPrograms.contains { $0.utf8.count > 15 && $0.utf8.prefix(15).elementsEqual(name.utf8) }
+        }
+    }
+
+    /// The opener's `comm` and, where readable, its executable's file name.
+    static func programNames(of pid: Int32) -> [String] {
+        var names: [String] = []
+        if let file = try? FileDescriptor.open(SystemPath("/proc/\(pid)/comm")),
+           let bytes = try? file.closeAfter({ try file.readAll() }) {
+            names.append(String(decoding: bytes.prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self))
+        }
+        if let target = try? FileDescriptor(rawValue: AT_FDCWD).readSymlink(SystemPath("/proc/\(pid)/exe")),
+           let slash = target.lastIndex(of: UInt8(ascii: "/")) {
+            names.append(String(decoding: target[(slash + 1)...], as: UTF8.self))
+        }
+        return names
+    }
+
+    private func fill(_ file: FileDescriptor, _ placeholder: Placeholder, identity: FileIdentity) {
+        let outcome: Outcome
+        do {
+            let cloud: FileDescriptor
+            do {
+                cloud = try FileDescriptor.open(beneath: cloudRoot, placeholder.path, [.noFollow, .nonBlocking])
+            } catch let error as Errno {
+                throw error.at("open the cloud's", placeholder.path)
+            }
+            try cloud.closeAfter {
+                try RealNamePlaceholderFile.fill(file, from: cloud, expected: placeholder.cloud, path: placeholder.path,
+                                                 state: (NimbusCore.Placeholder.stateAttribute, Array("downloaded".utf8))) {
+                    progress(placeholder.path, $0, placeholder.cloud.size)
+                }
+            }
+            outcome = .filled(placeholder, local: try file.metadata())
+        } catch {
+            outcome = .failed(placeholder, Self.errno(for: error), "\(error)")
+        }
+        let response: FanotifyResponse
+        switch outcome {
+        case .filled:
+            forget(device: identity.device, inode: identity.inode)
+            try? group.unmark(file: file)
+            response = .allow
+        case .failed(_, let errno, let message):
+            log.warning("cannot fetch \(placeholder.path) for the program that opened it: \(message)")
+            response = .deny(errno)
+        case .changedLocally:
+            response = .allow
+        }
+        completed(outcome)
+        let waiting = inFlight.withLock { $0.removeValue(forKey: identity) ?? [] }
+        for event in waiting { answer(event, response) }
+    }
+
+    private func answer(_ event: FanotifyEvent, _ response: FanotifyResponse) {
+        do {
+            try group.respond(to: event, response)
+        } catch {
+            log.error("real-name placeholders: cannot answer the kernel: \(error)")
+        }
+        try? event.file.close()
+    }
+
+    /// The errno a reader gets when the fill failed: the disk's own for a full disk, EIO else.
+    static func errno(for error: any Error) -> Errno {
+        let found = (error as? SystemError)?.errno ?? (error as? Errno)
+        if let found, found.isOutOfSpace { return found }
+        return .ioError
+    }
+}

@@ -1,0 +1,230 @@
+import Foundation
+import Glibc
+import NimbusCore
+import Synchronization
+import Testing
+@testable import NimbusDaemon
+@testable import NimbusSystem
+
+/// The hydration server against the real kernel: readers get the cloud's bytes, share one
+/// fill, and are refused with an errno (indexers, storms, a vanished cloud file, nimbusd
+/// itself) instead of reading zeros. Needs root, Linux ≥ 6.14 and /var/tmp on ext4/xfs/btrfs.
+@Suite(.serialized, .enabled(if: HydrationFixture.skipReason == nil, Comment(rawValue: HydrationFixture.skipReason ?? "")))
+struct HydrationServerTests {
+    @Test func aReaderGetsTheCloudBytesAndTheEngineHearsOfIt() throws {
+        try HydrationFixture.with { fixture in
+            let content = randomContent(3 << 20)
+            let local = try fixture.placeholder("report.pdf", content: content)
+            let run = try run("md5sum \(local); md5sum \(fixture.cloud("report.pdf"))")
+            let sums = run.output.split(separator: "\n").map { $0.prefix(32) }
+            #expect(run.status == 0 && sums.count == 2 && sums[0] == sums[1], "\(run)")
+            #expect(try Array(contentsOf: local) == content)
+            #expect(fixture.filled() == ["report.pdf"])
+            #expect(try fixture.localRoot.extendedAttribute("user.nimbus.state", of: "report.pdf")
+                    == Array("downloaded".utf8))
+            #expect(fixture.recorder.progressSeen.withLock { $0 } >= 1)
+        }
+    }
+
+    @Test func concurrentReadersShareOneFill() throws {
+        try HydrationFixture.with(slowFill: true) { fixture in
+            let content = randomContent(1 << 20)
+            let local = try fixture.placeholder("shared", content: content)
+            let statuses = Mutex<[Int32]>([])
+            let all = DispatchGroup()
+            for index in 0..<20 {
+                all.enter()
+                Thread {
+                    let status = (try? run("cat \(local) > \(fixture.scratch)/out-\(index)").status) ?? -1
+                    statuses.withLock { $0.append(status) }
+                    all.leave()
+                }.start()
+            }
+            all.wait()
+            #expect(statuses.withLock { $0 } == [Int32](repeating: 0, count: 20))
+            for index in 0..<20 { #expect(try Array(contentsOf: "\(fixture.scratch)/out-\(index)") == content) }
+            #expect(fixture.filled() == ["shared"])
+        }
+    }
+
+    /// An indexer is refused by name (its `comm`, cut to 15 bytes, or its executable's name)
+    /// while `cat` is served.
+    @Test func indexersAreRefusedWhileOthersAreServed() throws {
+        try HydrationFixture.with { fixture in
+            let content = randomContent(4096)
+            let local = try fixture.placeholder("photo.jpg", content: content)
+            for name in ["updatedb", "tracker-miner-fs-3"] {
+                let program = "\(fixture.scratch)/\(name)"
+                _ = try run("cp /bin/cat \(program)")
+                let refused = try run("\(program) \(local)")
+                #expect(refused.status != 0 && refused.error.contains("Operation not permitted"), "\(name): \(refused)")
+            }
+            #expect(fixture.filled().isEmpty)
+            let served = try run("cat \(local) > \(fixture.scratch)/out")
+            #expect(try served.status == 0 && Array(contentsOf: "\(fixture.scratch)/out") == content)
+        }
+    }
+
+    @Test func beyondTheRateLimitOpensAreRefusedWithEAGAIN() throws {
+        try HydrationFixture.with(rateLimit: 2) { fixture in
+            let files = try (0..<3).map { try fixture.placeholder("file-\($0)", content: randomContent(100)) }
+            #expect(try run("cat \(files[0]) \(files[1]) > /dev/null").status == 0)
+            let third = try run("cat \(files[2])")
+            #expect(third.status != 0 && third.error.contains("Resource temporarily unavailable"), "\(third)")
+            #expect(Set(fixture.filled()) == ["file-0", "file-1"])
+        }
+    }
+
+    @Test func aVanishedCloudFileGivesTheReaderEIOAndTheFileStaysAPlaceholder() throws {
+        try HydrationFixture.with { fixture in
+            let local = try fixture.placeholder("gone", content: randomContent(8192))
+            try FileDescriptor(rawValue: AT_FDCWD).removeFile(SystemPath(fixture.cloud("gone")))
+            let run = try run("cat \(local)")
+            #expect(run.status != 0 && run.error.contains("Input/output error"), "\(run)")
+            #expect(fixture.recorder.outcomes.withLock { $0 }.contains { if case .failed = $0 { true } else { false } })
+            let file = try FileDescriptor.open(SystemPath(local), [.pathOnly])
+            defer { try? file.close() }
+            #expect(try file.allocatedBytes() == 0)
+        }
+    }
+
+    /// nimbusd never reads a placeholder's content itself (and must not wait for itself).
+    @Test func theDaemonsOwnOpenIsRefusedWithEBUSY() throws {
+        try HydrationFixture.with { fixture in
+            let local = try fixture.placeholder("own", content: randomContent(100))
+            #expect(throws: Errno.busy) { try FileDescriptor.open(SystemPath(local)).close() }
+        }
+    }
+
+    /// A file changed while nobody listened (truncated to another size) is the user's now.
+    @Test func aFileOfAnotherSizeIsLeftAlone() throws {
+        try HydrationFixture.with { fixture in
+            let local = try fixture.placeholder("edited", content: randomContent(5000))
+            try fixture.server.group.unmark(beneath: fixture.localRoot, try RelativePath(validating: "edited"))
+            #expect(try run("truncate -s 3 \(local)").status == 0)  // unmarked: as if no daemon ran
+            try fixture.server.group.mark(beneath: fixture.localRoot, try RelativePath(validating: "edited"))
+            let read = try run("cat \(local) | wc -c")
+            #expect(read.status == 0 && read.output.trimmingCharacters(in: .whitespacesAndNewlines) == "3")
+            #expect(fixture.recorder.outcomes.withLock { $0 }.contains { if case .changedLocally = $0 { true } else { false } })
+        }
+    }
+}
+
+final class HydrationFixture: Sendable {
+    static let skipReason: String? = {
+        guard geteuid() == 0 else { return "skipped: a pre-content fanotify group needs root (CAP_SYS_ADMIN)" }
+        guard let group = try? FanotifyGroup() else { return "skipped: cannot create a pre-content fanotify group" }
+        defer { try? group.close() }
+        let directory = "/var/tmp/nimbus-probe-\(getpid())"
+        mkdir(directory, 0o700)
+        defer { _ = try? run("rm -rf \(directory)") }
+        _ = FileManager.default.createFile(atPath: directory + "/probe", contents: Data())
+        do {
+            try group.mark(SystemPath(directory + "/probe"), in: FileDescriptor(rawValue: AT_FDCWD))
+            return nil
+        } catch {
+            return "skipped: no fanotify pre-content marks here (Linux 6.14 or later, /var/tmp on ext4, xfs or btrfs): \(error)"
+        }
+    }()
+
+    let scratch: String
+    let localRoot: FileDescriptor
+    let cloudRoot: FileDescriptor
+    let server: HydrationServer
+    let recorder = Recorder()
+
+    final class Recorder: Sendable {
+        let outcomes = Mutex<[HydrationServer.Outcome]>([])
+        let progressSeen = Mutex(0)
+    }
+
+    private init(scratch: String, rateLimit: Int, slowFill: Bool) throws {
+        self.scratch = scratch
+        mkdir(scratch + "/local", 0o755)
+        mkdir(scratch + "/cloud", 0o755)
+        localRoot = try FileDescriptor.open(SystemPath(scratch + "/local"), [.directory])
+        cloudRoot = try FileDescriptor.open(SystemPath(scratch + "/cloud"), [.directory])
+        var settings = HydrationServer.Settings()
+        settings.rateLimit = rateLimit
+        let recorder = self.recorder
+        server = HydrationServer(group: try FanotifyGroup(), cloudRoot: cloudRoot, settings: settings, log: .silent,
+                                 progress: { _, _, _ in
+                                     // A slow first chunk, so that the other readers arrive during the fill.
+                                     if slowFill && recorder.progressSeen.withLock({ $0 }) == 0 { Thread.sleep(forTimeInterval: 0.3) }
+                                     recorder.progressSeen.withLock { $0 += 1 }
+                                 },
+                                 completed: { outcome in recorder.outcomes.withLock { $0.append(outcome) } })
+    }
+
+    static func with(rateLimit: Int = 1000, slowFill: Bool = false, _ body: (HydrationFixture) throws -> Void) throws {
+        let scratch = try run("mktemp -d /var/tmp/nimbus-hydration-XXXXXX").output.trimmingCharacters(in: .whitespacesAndNewlines)
+        defer { _ = try? run("rm -rf \(scratch)") }
+        let fixture = try HydrationFixture(scratch: scratch, rateLimit: rateLimit, slowFill: slowFill)
+        defer {
+            fixture.server.stop()
+            try? fixture.server.group.close()
+            try? fixture.localRoot.close()
+            try? fixture.cloudRoot.close()
+        }
+        try body(fixture)
+    }
+
+    func cloud(_ name: String) -> String { scratch + "/cloud/" + name }
+
+    /// Writes the cloud file and its real-name placeholder, marked and registered.
+    func placeholder(_ name: String, content: [UInt8]) throws -> String {
+        #expect(FileManager.default.createFile(atPath: cloud(name), contents: Data(content)))
+        let cloud = try cloudRoot.metadata(of: SystemPath(name))
+        let path = try RelativePath(validating: name)
+        let created = try RealNamePlaceholderFile.create(
+            beneath: localRoot, path, shape: .init(size: cloud.size, mtime: cloud.mtime, mode: 0o644),
+            attributes: [(Placeholder.stateAttribute, Array("notDownloaded".utf8))], marking: server.group, durable: false)
+        server.register(device: created.device, inode: created.inode, .init(path: path, cloud: cloud))
+        return scratch + "/local/" + name
+    }
+
+    func filled() -> [String] {
+        recorder.outcomes.withLock { $0 }.compactMap { if case .filled(let placeholder, _) = $0 { placeholder.path.description } else { nil } }
+    }
+}
+
+private func randomContent(_ count: Int) -> [UInt8] {
+    var generator = SystemRandomNumberGenerator()
+    return (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
+}
+
+private extension Array where Element == UInt8 {
+    init(contentsOf path: String) throws {
+        let file = try FileDescriptor.open(SystemPath(path))
+        self = try file.closeAfter { try file.readAll() }
+    }
+}
+
+/// /bin/sh -c COMMAND with its output, killed after a minute (a reader nobody answers must
+/// not hang the suite).
+@discardableResult
+private func run(_ command: String) throws -> (status: Int32, output: String, error: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/bin/sh")
+    process.arguments = ["-c", command]
+    let output = Pipe(), error = Pipe()
+    process.standardOutput = output
+    process.standardError = error
+    try process.run()
+    let collected = Mutex<(Data, Data)>((Data(), Data()))
+    let done = DispatchSemaphore(value: 0)
+    Thread {
+        let out = output.fileHandleForReading.readDataToEndOfFile()
+        let err = error.fileHandleForReading.readDataToEndOfFile()
+        collected.withLock { $0 = (out, err) }
+        done.signal()
+    }.start()
+    if done.wait(timeout: .now() + 60) == .timedOut {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        throw Errno.busy.at("run (timed out)", command)
+    }
+    process.waitUntilExit()
+    let (out, err) = collected.withLock { $0 }
+    return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
+}
