@@ -110,6 +110,8 @@ public struct FanotifyEvents: OptionSet, Sendable, Hashable, CustomStringConvert
     public static let openExecPermission = FanotifyEvents(rawValue: UInt64(FAN_OPEN_EXEC_PERM))
     /// A process is about to read, write, truncate or punch the file's content (with the range).
     public static let preAccess = FanotifyEvents(rawValue: UInt64(FAN_PRE_ACCESS))
+    /// On a directory's mark: the events of the files in it, too.
+    public static let onChild = FanotifyEvents(rawValue: UInt64(FAN_EVENT_ON_CHILD))
     /// The kernel dropped events: the queue was full (never for permission events, which wait).
     public static let queueOverflow = FanotifyEvents(rawValue: UInt64(FAN_Q_OVERFLOW))
 
@@ -119,7 +121,8 @@ public struct FanotifyEvents: OptionSet, Sendable, Hashable, CustomStringConvert
 
     public var description: String {
         let names: [(FanotifyEvents, String)] = [(.openPermission, "open"), (.openExecPermission, "open-exec"),
-                                                 (.preAccess, "pre-access"), (.queueOverflow, "overflow")]
+                                                 (.preAccess, "pre-access"), (.onChild, "on-child"),
+                                                 (.queueOverflow, "overflow")]
         let known = names.filter { contains($0.0) }.map(\.1)
         let rest = subtracting(names.reduce([]) { $0.union($1.0) })
         return (known + (rest.isEmpty ? [] : ["0x" + String(rest.rawValue, radix: 16)])).joined(separator: "|")

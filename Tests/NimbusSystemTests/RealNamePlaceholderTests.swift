@@ -187,11 +187,56 @@ struct RealNamePlaceholderTests {
         }
     }
 
+    /// Without a listener a not-downloaded file reads as zeros (the fact); guarded, it cannot
+    /// be read at all by anyone but root; restored with the marks on, it reads right.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "skipped: needs setpriv (util-linux)"))
+    func whileNoDaemonListensAGuardedFileCannotBeRead() throws {
+        try withHydration { fixture in
+            try fixture.scratch.directory.setPermissions(0o755)  // mkdtemp made it 0700
+            let content = randomBytes(10_000, seed: Self.seed)
+            try fixture.scratch.write("cloud/guarded", content, mode: 0o644)
+            let cloud = try fixture.scratch.directory.metadata(of: "cloud/guarded")
+            let relative = try path("local/guarded")
+            let created = try RealNamePlaceholderFile.create(
+                beneath: fixture.scratch.directory, relative, shape: .init(size: cloud.size, mtime: cloud.mtime, mode: 0o644),
+                attributes: [], marking: nil, durable: false)
+            fixture.hydrator.register(inode: created.inode, cloud: SystemPath(fixture.cloud("guarded")), expected: cloud,
+                                      path: relative)
+            let local = fixture.scratch.path.description + "/local/guarded"
+            let countZeros = "import sys; d = open(sys.argv[1], 'rb').read(); print(len(d), d.count(0))"
+            let asNobody = "setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 -c \(quoted(countZeros)) \(quoted(local))"
+            #expect(try shell(asNobody).output == "10000 10000\n", "no listener, no guard: all zeros")
+
+            #expect(try RealNamePlaceholderFile.guardReading(beneath: fixture.scratch.directory, relative) == 0o644)
+            #expect(try fixture.scratch.directory.metadata(of: "local/guarded").mode == 0)
+            let refused = try shell("setpriv --reuid=65534 --regid=65534 --clear-groups cat \(quoted(local))")
+            #expect(refused.status != 0 && refused.error.contains("Permission denied"), "\(refused)")
+            // What remains, as DESIGN §5 says: root reads through the guard.
+            #expect(try shell("cat \(quoted(local)) | wc -c").output.trimmingCharacters(in: .whitespacesAndNewlines) == "10000")
+            #expect(try fixture.scratch.directory.extendedAttribute(RealNamePlaceholderFile.modeAttribute, of: "local/guarded")
+                    == Array("644".utf8))
+
+            try fixture.scratch.write("local/sibling", [1, 2, 3])
+            try RealNamePlaceholderFile.restoreReading(beneath: fixture.scratch.directory, in: try path("local"),
+                                                       [(Array("guarded".utf8), 0o644)], group: fixture.hydrator.group)
+            #expect(try fixture.scratch.directory.metadata(of: "local/guarded").mode == 0o644)
+            #expect(try fixture.scratch.directory.extendedAttribute(RealNamePlaceholderFile.modeAttribute, of: "local/guarded") == nil)
+            let read = try shell("setpriv --reuid=65534 --regid=65534 --clear-groups md5sum < \(quoted(local))")
+            let expected = try shell("md5sum < \(quoted(fixture.cloud("guarded")))").output
+            #expect(read.status == 0 && read.output == expected, "\(read)")
+            // The directory's own mark is gone again: a sibling's open raises no event.
+            let before = fixture.responder.seen.withLock { $0.count }
+            #expect(try fixture.scratch.read("local/sibling") == [1, 2, 3])
+            #expect(fixture.responder.seen.withLock { $0.count } == before)
+        }
+    }
+
     // MARK: - Fixture
 
     struct Fixture {
         let scratch: Scratch
         let hydrator: Hydrator
+        let responder: Responder
         var skippedRsync: Bool { (try? shell("command -v rsync").status) != 0 }
 
         func cloud(_ name: String) -> String { scratch.path.description + "/cloud/" + name }
@@ -221,7 +266,7 @@ struct RealNamePlaceholderTests {
             let hydrator = Hydrator(group: try FanotifyGroup())
             let responder = Responder(group: hydrator.group) { hydrator.handle($0) }
             defer { responder.stop() }
-            try body(Fixture(scratch: scratch, hydrator: hydrator))
+            try body(Fixture(scratch: scratch, hydrator: hydrator, responder: responder))
         }
     }
 }
