@@ -33,14 +33,36 @@ public enum Action: Hashable, Sendable {
     /// Propagate a cloud rename to the placeholder of `from`.
     case renamePlaceholder(from: RelativePath, to: RelativePath, expected: FileMetadata)
 
+    // Repairs planned by `foldPlaceholders` before a pass reconciles: the paths they touch
+    // are left out of that pass and looked at again once the repair is done.
+
+    /// Rename the placeholder file `from` to `to` (its suffix restored, or moved off a name
+    /// another file holds); its record follows at the next pass, by the inode.
+    case movePlaceholder(from: RelativePath, to: RelativePath, expected: FileMetadata)
+    /// Remove the placeholder file `file`, which stands for nothing any more (a real file
+    /// beside it, or its file gone from the cloud). If it no longer holds a placeholder's
+    /// text it is someone's content: it is kept under a conflict name instead.
+    case retirePlaceholder(file: RelativePath, expected: FileMetadata)
+    /// Someone wrote into `file`, the placeholder of `path` (now `edited`): what they wrote is
+    /// kept under a conflict name and a fresh placeholder of `cloud` is put back, in one step.
+    case repairPlaceholder(RelativePath, file: RelativePath, edited: FileMetadata, cloud: FileMetadata)
+    /// Journal the placeholder `placeholder` found for `path` (an eviction stopped before the
+    /// journal said so) as standing for the cloud file `cloud`.
+    case adoptPlaceholder(RelativePath, placeholder: FileMetadata, cloud: FileMetadata)
+    /// The journal says placeholder but the real file `local` is at `path` (a download that
+    /// completed just before a crash, or the user's): it replaces the placeholder in the
+    /// record, in sync when it holds the content of the cloud's `cloud`, else a change here.
+    case adoptLocalFile(RelativePath, local: FileMetadata, cloud: FileMetadata?)
+
     /// The path whose base this action settles.
     public var path: RelativePath {
         switch self {
-        case .rename(_, let to, _, _), .rebase(_, let to), .renamePlaceholder(_, let to, _): to
+        case .rename(_, let to, _, _), .rebase(_, let to), .renamePlaceholder(_, let to, _), .movePlaceholder(_, let to, _): to
         case .preserveConflict(let p, _, _, _), .remove(let p, _, _), .removeDirectory(let p, _, _),
              .makeDirectory(let p, _, _), .copy(let p, _, _, _), .makeSymlink(let p, _, _, _),
              .setMode(let p, _, _, _), .record(let p, _, _, _), .forget(let p),
-             .writePlaceholder(let p, _, _), .removePlaceholder(let p, _): p
+             .writePlaceholder(let p, _, _), .removePlaceholder(let p, _), .retirePlaceholder(let p, _),
+             .repairPlaceholder(let p, _, _, _), .adoptPlaceholder(let p, _, _), .adoptLocalFile(let p, _, _): p
         }
     }
 
@@ -50,8 +72,8 @@ public enum Action: Hashable, Sendable {
         case .rename(_, _, let s, _), .preserveConflict(_, _, let s, _), .remove(_, let s, _),
              .removeDirectory(_, let s, _), .makeDirectory(_, let s, _), .copy(_, let s, _, _),
              .makeSymlink(_, let s, _, _), .setMode(_, let s, _, _): s
-        case .writePlaceholder, .removePlaceholder, .renamePlaceholder: .local
-        case .record, .forget, .rebase: nil
+        case .writePlaceholder, .removePlaceholder, .renamePlaceholder, .movePlaceholder, .retirePlaceholder, .repairPlaceholder: .local
+        case .record, .forget, .rebase, .adoptPlaceholder, .adoptLocalFile: nil
         }
     }
 

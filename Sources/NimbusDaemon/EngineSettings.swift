@@ -22,6 +22,9 @@ public struct EngineSettings: Sendable {
     public var batchThreshold: Int = 16
     /// New cloud files appear as placeholders instead of being downloaded (DESIGN §5).
     public var onDemand = false
+    /// How placeholders are written (DESIGN §5). Only `.suffix` is carried out by the
+    /// executor so far; `.realName` is refused with a clear error until it is.
+    public var placeholderStyle: PlaceholderStyle = .suffix
     /// Automatic downloads (opening a placeholder, the cache) leave this many bytes free.
     public var minFreeSpace: Int64 = 1 << 30
     /// Bytes of downloaded, unpinned files to keep, and how long an unopened file stays.

@@ -5,7 +5,7 @@ extension Action {
     /// The paths an action writes to, which must not be leased while it runs.
     var lockedPaths: [RelativePath] {
         switch self {
-        case .rename(let from, let to, _, _), .preserveConflict(let from, let to, _, _): [from, to]
+        case .rename(let from, let to, _, _), .preserveConflict(let from, let to, _, _), .movePlaceholder(let from, let to, _): [from, to]
         case .record, .forget, .rebase: []
         default: [path]
         }
@@ -122,12 +122,9 @@ extension SyncEngine {
             setRecord(path, nil)
         case .rebase(let from, let to):
             rekey(from: from, to: to)
-        case .writePlaceholder(let path, let source, let replacing):
-            try writePlaceholder(path, source: source, replacing: replacing, batch: &batch)
-        case .removePlaceholder(let path, let expected):
-            try removePlaceholder(path, expected: expected)
-        case .renamePlaceholder(let from, let to, let expected):
-            try renamePlaceholder(from: from, to: to, expected: expected)
+        case .writePlaceholder, .removePlaceholder, .renamePlaceholder, .movePlaceholder, .retirePlaceholder, .repairPlaceholder,
+             .adoptPlaceholder, .adoptLocalFile:
+            try performPlaceholderAction(action, batch: &batch)
         }
     }
 

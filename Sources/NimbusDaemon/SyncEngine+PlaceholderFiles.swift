@@ -36,17 +36,6 @@ extension SyncEngine {
         emit(.renamed(from: from, to: to, on: .local))
     }
 
-    /// Placeholders made pointless by a real file beside them, or standing for nothing.
-    func removeLeftovers(_ views: Views) {
-        for (file, meta) in views.leftovers {
-            do {
-                try retirePlaceholder(file, expected: meta)
-            } catch {
-                log.debug("left \(file) alone: \(error)")
-            }
-        }
-    }
-
     /// Removes a placeholder file that is no longer needed; one that someone wrote into is
     /// not a placeholder any more and is kept under a conflict name instead.
     func retirePlaceholder(_ file: RelativePath, expected: FileMetadata) throws {
@@ -65,52 +54,62 @@ extension SyncEngine {
         log.notice("\(file) was written to, so it is no longer a placeholder: what was written is kept as \(keptAs)")
     }
 
-    /// Moves an edited placeholder aside to a conflict name and installs a new placeholder in
-    /// one step (`install` with `displacedTo`); returns the new placeholder's metadata.
-    func rescueEditedPlaceholder(_ file: RelativePath, _ edited: FileMetadata, target: RelativePath, record: PathRecord,
-                                 views: inout Views) -> FileMetadata? {
+    /// Someone wrote into `file`, the placeholder of `path`: what they wrote moves aside to a
+    /// conflict name and a new placeholder takes its place, in one step (`install` with
+    /// `displacedTo`), so the name never stands empty.
+    func repairPlaceholder(_ path: RelativePath, file: RelativePath, edited: FileMetadata, cloud cloudFile: FileMetadata) throws {
+        try expect(file, on: .local, edited)
+        let target = Placeholder.target(of: file) ?? path
         let keptAs = namer.name(for: target, taken: existsOnEitherSide)
-        let cloudFile = record.base.cloud
+        let prepared = try local.prepareFile(near: file, contents: Placeholder.contents(for: target, cloud: cloudFile), mode: 0o644,
+                                             mtime: cloudFile.mtime, attributes: Placeholder.attributes(cloud: cloudFile),
+                                             durable: true)
+        let installed: FileMetadata
         do {
-            let prepared = try local.prepareFile(near: file, contents: Placeholder.contents(for: target, cloud: cloudFile), mode: 0o644,
-                                                 mtime: cloudFile.mtime, attributes: Placeholder.attributes(cloud: cloudFile),
-                                                 durable: true)
-            let installed: FileMetadata
-            do {
-                installed = try local.install(prepared, at: file, replacing: edited, displacedTo: keptAs, durable: true)
-            } catch {
-                local.discard(prepared)
-                throw error
-            }
-            updateRecord(target) { $0.base.local = installed }
-            if let moved = try local.metadata(of: keptAs) { views.local[keptAs] = moved }
-            log.notice("\(file) was written to, so it is no longer a placeholder: what was written is kept as \(keptAs), "
-                       + "and a new placeholder stands for \(target)")
-            return installed
+            installed = try local.install(prepared, at: file, replacing: edited, displacedTo: keptAs, durable: true)
         } catch {
-            log.warning("\(file) was written to and could not be moved aside: \(error); it is looked at again")
-            scheduleRetry(file, error: "\(error)")
-            return nil
+            local.discard(prepared)
+            throw error
         }
+        updateRecord(path) { $0.base.local = installed }
+        log.notice("\(file) was written to, so it is no longer a placeholder: what was written is kept as \(keptAs), "
+                   + "and a new placeholder stands for \(target)")
     }
 
-    /// Renames the placeholder `file` (standing for `target`, a name taken by another file)
-    /// to the placeholder of a conflict name; returns the new placeholder and target.
-    func moveAside(_ file: RelativePath, _ meta: FileMetadata, target: RelativePath,
-                   views: Views) -> (file: RelativePath, target: RelativePath)? {
-        let newTarget = namer.name(for: target) {
-            views.local[$0] != nil || views.local[Placeholder.file(for: $0) ?? $0] != nil || existsOnEitherSide($0)
+    /// Renames a placeholder file (its suffix restored, or off a name another file holds).
+    func movePlaceholder(from: RelativePath, to: RelativePath, expected: FileMetadata) throws {
+        try expect(from, on: .local, expected)
+        try local.rename(from, to: to, replacing: false)
+        log.notice("\(from) is a placeholder: renamed to \(to)")
+    }
+
+    /// Journals a placeholder found in place of a file the journal still has (an eviction
+    /// stopped before the journal said so).
+    func adoptPlaceholder(_ path: RelativePath, file: RelativePath, placeholder: FileMetadata, cloud cloudFile: FileMetadata) throws {
+        try expect(file, on: .local, placeholder)
+        try expect(path, on: .cloud, cloudFile)
+        updateRecord(path) { record in
+            record.base = BaseEntry(local: placeholder, cloud: cloudFile)
+            record.isPlaceholder = true
         }
-        guard let newFile = Placeholder.file(for: newTarget) else { return nil }
-        do {
-            try expect(file, on: .local, meta)
-            try local.rename(file, to: newFile, replacing: false)
-            log.notice("\(file) was moved onto the name of another file: it is now \(newFile)")
-            return (newFile, newTarget)
-        } catch {
-            log.warning("cannot rename the placeholder \(file) to \(newFile): \(error); it is looked at again")
-            scheduleRetry(file, error: "\(error)")
-            return nil
+        log.info("\(file) is the placeholder of \(path) (an eviction was interrupted)")
+    }
+
+    /// The real file at `path` replaces its placeholder in the record. When it holds the
+    /// cloud's content (a download that completed just before a crash) it is simply in sync;
+    /// otherwise it is a change made here, and reconcile treats it as one.
+    func adoptLocalFile(_ path: RelativePath, local here: FileMetadata, cloud there: FileMetadata?) throws {
+        try expect(path, on: .local, here)
+        try expect(path, on: .cloud, there)
+        var base: BaseEntry?
+        if let there, here.kind == .file, there.kind == .file, here.size == there.size,
+           let localHash = try? local.contentHash(of: path), let cloudHash = try? cloud.contentHash(of: path), localHash == cloudHash {
+            base = BaseEntry(local: here, cloud: there, hash: localHash, isAmbiguous: isFresh(here))
+            log.info("\(path) is complete in place of its placeholder: it is in sync")
+        }
+        updateRecord(path) { record in
+            record.isPlaceholder = false
+            if let base { record.base = base }
         }
     }
 

@@ -39,6 +39,7 @@ extension SyncEngine {
             throw EngineRequestError(kind: .busy, message: "\(path) is leased by an application; it is downloaded once the lease ends")
         }
         defer { locks.unlock(handle) }
+        try requirePlaceholderStyleAvailable(for: path)
         guard let file = Placeholder.file(for: path), let placeholder = try local.metadata(of: file) else {
             throw EngineRequestError(kind: .notFound, message: "the placeholder of \(path) is gone from the local folder")
         }
@@ -124,23 +125,28 @@ extension SyncEngine {
 
     func evictFile(_ path: RelativePath, openFiles: Set<FileIdentity>, automatic: Bool) throws {
         guard let record = state.withLock({ $0.index[path] }) else { return }
-        guard let file = Placeholder.file(for: path) else {
-            throw EngineRequestError(kind: .invalidArgument, message: "\(path) cannot be evicted: its name leaves no room for "
-                                     + "the .nimbus of a placeholder (255 bytes at most), so it is always kept here")
-        }
-        if record.residency == .pinned || isPinnedByFolder(path) {
-            throw EngineRequestError(kind: .pinned, message: "\(path) is pinned: unpin it first (nimbusctl unpin)")
-        }
+        try requirePlaceholderStyleAvailable(for: path)
         let here = try local.metadata(of: path)
         let there = try cloud.metadata(of: path)
-        guard let here, here.isUnchanged(from: record.base.local), let there, there.isUnchanged(from: record.base.cloud),
-              record.conflictCopy == nil, state.withLock({ $0.transient[path] }) == nil else {
+        let refusal = evictionRefusal(path, style: placeholderStyle, base: record.base, here: here, there: there,
+                                      pinned: record.residency == .pinned || isPinnedByFolder(path), hasConflict: record.conflictCopy != nil,
+                                      inProgress: state.withLock({ $0.transient[path] }) != nil,
+                                      isOpen: { openFiles.contains(FileIdentity(device: $0.device, inode: $0.inode)) })
+        switch refusal {
+        case .noRoomForPlaceholder?:
+            throw EngineRequestError(kind: .invalidArgument, message: "\(path) cannot be evicted: its name leaves no room for "
+                                     + "the .nimbus of a placeholder (255 bytes at most), so it is always kept here")
+        case .pinned?:
+            throw EngineRequestError(kind: .pinned, message: "\(path) is pinned: unpin it first (nimbusctl unpin)")
+        case .notInSync?:
             throw EngineRequestError(kind: .notInSync, message: "\(path) is not in sync (it has changes not yet uploaded or downloaded); "
                                      + "evict it once sync is done")
-        }
-        guard !openFiles.contains(FileIdentity(device: here.device, inode: here.inode)) else {
+        case .isOpen?:
             throw EngineRequestError(kind: .inUse, message: "\(path) is open in a program; close it and evict again")
+        case nil:
+            break
         }
+        guard let file = Placeholder.file(for: path), let here, let there else { return }
         guard let handle = locks.tryLock(path, .exclusive) else {
             throw EngineRequestError(kind: .busy, message: "\(path) is leased by an application")
         }

@@ -12,18 +12,10 @@ extension SyncEngine {
             for side in Side.allCases { s.recentDeletions[side]!.removeAll { $0 < since } }
             return (s.index.count, Set(s.heldDeletes.map(\.path)), s.recentDeletions)
         }
-        var held: [Action] = []
-        for side in Side.allCases {
-            let deletions = plan.deletions(on: side)
-            let newOnes = deletions.filter { !alreadyHeld.contains($0.path) }
-            let count = newOnes.count + recent[side]!.count
-            // Deletions already applied in this window still count toward the share.
-            if !newOnes.isEmpty && count > s.massDeleteMinimum && count * 100 > (tracked + recent[side]!.count) * s.maxDeletePercent {
-                held += deletions
-                log.warning("holding \(deletions.count) deletions in the \(side) folder (more than \(s.maxDeletePercent)% of \(tracked) synced entries): if the other folder was emptied by mistake, run 'nimbusctl revert-deletes'; to apply them, run 'nimbusctl confirm-deletes'")
-            } else {
-                held += deletions.filter { alreadyHeld.contains($0.path) }
-            }
+        let (held, newlyHeldOn) = deletionsToHold(plan, tracked: tracked, alreadyHeld: alreadyHeld, recentDeletions: recent.mapValues(\.count),
+                                                  maxPercent: s.maxDeletePercent, minimum: s.massDeleteMinimum)
+        for side in newlyHeldOn {
+            log.warning("holding \(plan.deletions(on: side).count) deletions in the \(side) folder (more than \(s.maxDeletePercent)% of \(tracked) synced entries): if the other folder was emptied by mistake, run 'nimbusctl revert-deletes'; to apply them, run 'nimbusctl confirm-deletes'")
         }
         // A folder whose content's deletion is held stays too: removing it would only fail
         // ("not empty") and leave the folder in error until the user decides.
@@ -37,12 +29,7 @@ extension SyncEngine {
             held += plan.deletions(on: side).filter { holdingFolders.contains($0.path) && !heldSoFar.contains($0.path) }
         }
         guard !held.isEmpty else { return plan }
-        let heldPaths = Set(held.map(\.path))
-        var filtered = plan
-        // Also hold what would be created where a held deletion removes something.
-        filtered.actions = plan.actions.filter { action in
-            !heldPaths.contains(where: { $0.contains(action.path) })
-        }
+        let filtered = withoutHeld(plan, held)
         state.withLock { s in
             let known = Set(s.heldDeletes.map(\.path))
             s.heldDeletes += held.filter { !known.contains($0.path) }

@@ -143,7 +143,7 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
         for _ in 0..<4 where !scope.isEmpty {
             var views = gather(scope)
             let renamedFrom = renameSources(outside: scope, views)
-            if scope != [.root] && missesPlaceholders(views) {
+            if scope != [.root] && views.needsWholeFolder {
                 scope = [.root]
                 views = gather(scope)
             } else if !renamedFrom.isEmpty {
@@ -151,12 +151,14 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
                 views = gather(scope)
             }
             var plan = makePlan(views)
-            plan = adapt(guardDeletes(plan), views)
-            removeLeftovers(views)
+            plan = guardDeletes(adapt(plan, views))
+            // Placeholder repairs first: what they touch is not in this pass's plan, and is
+            // looked at again once they are done.
+            plan.actions = views.repairs + plan.actions
             guard !plan.actions.isEmpty else { break }
             let again = execute(plan)
             commit()
-            scope = scopeRoots(again)
+            scope = scopeRoots(again.union(views.withheld))
         }
     }
 
@@ -221,8 +223,12 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
         var placeholders: [RelativePath: FileMetadata] = [:]
         /// Untracked placeholder files, by the path they stand for.
         var strays: [RelativePath: FileMetadata] = [:]
-        /// Placeholder files beside the real file they stood for.
-        var leftovers: [RelativePath: FileMetadata] = [:]
+        /// Placeholder repairs planned by the fold, carried out before the pass's plan.
+        var repairs: [Action] = []
+        /// Paths left out of this pass until their repair is done.
+        var withheld: Set<RelativePath> = []
+        /// A placeholder and its file are not both in the pass: look at the whole folder.
+        var needsWholeFolder = false
     }
 
     /// The base and both sides' current entries for everything below the scope roots,
@@ -300,7 +306,7 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
             views.local = views.local.filter { !path.contains($0.key) }
             views.cloud = views.cloud.filter { !path.contains($0.key) }
         }
-        foldPlaceholders(&views)
+        foldPlaceholders(&views, scope: roots)
         return views
     }
 

@@ -31,6 +31,11 @@ extension Action {
         case .writePlaceholder(let p, _, _): "placeholder \(p)"
         case .removePlaceholder(let p, _): "remove placeholder \(p)"
         case .renamePlaceholder(let f, let t, _): "rename placeholder \(f)→\(t)"
+        case .movePlaceholder(let f, let t, _): "move placeholder file \(f)→\(t)"
+        case .retirePlaceholder(let f, _): "retire placeholder file \(f)"
+        case .repairPlaceholder(let p, let f, _, _): "repair placeholder \(f) of \(p)"
+        case .adoptPlaceholder(let p, _, _): "adopt placeholder \(p)"
+        case .adoptLocalFile(let p, _, _): "adopt local file \(p)"
         }
     }
 }

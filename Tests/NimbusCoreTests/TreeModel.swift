@@ -126,7 +126,8 @@ struct PlanApplier {
             for (path, entry) in base {
                 if let moved = path.rebased(from: from, to: to) { base[path] = nil; base[moved] = entry }
             }
-        case .writePlaceholder, .removePlaceholder, .renamePlaceholder:
+        case .writePlaceholder, .removePlaceholder, .renamePlaceholder, .movePlaceholder, .retirePlaceholder, .repairPlaceholder,
+             .adoptPlaceholder, .adoptLocalFile:
             throw ModelError(description: "reconcile never plans placeholder actions: \(action)")
         }
     }

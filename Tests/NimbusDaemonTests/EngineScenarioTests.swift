@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import NimbusCore
 import NimbusSimulation
@@ -18,7 +19,7 @@ struct Pair {
         var s = EngineSettings(deviceName: "laptop")
         settings(&s)
         engine = SyncEngine(local: local, cloud: cloud, store: store, records: [:], clock: clock, settings: s,
-                            log: .silent, rootNames: ("L", "C"))
+                            log: ProcessInfo.processInfo.environment["NIMBUS_DEBUG"] != nil ? Logger(threshold: .debug, journald: false) : .silent, rootNames: ("L", "C"))
     }
 
     func content(_ fs: MemoryFileSystem, _ path: String) -> String? {

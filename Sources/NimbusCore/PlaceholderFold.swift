@@ -1,0 +1,293 @@
+import NimbusSystem
+
+/// What the journal says about one path, as the fold needs it.
+public struct PlaceholderRecord: Hashable, Sendable {
+    public var base: BaseEntry
+    public var isPlaceholder: Bool
+    public init(base: BaseEntry, isPlaceholder: Bool) {
+        self.base = base
+        self.isPlaceholder = isPlaceholder
+    }
+}
+
+/// The journal, read-only, as the fold sees it (a snapshot: the fold itself is pure).
+public protocol PlaceholderRecords {
+    func placeholderRecord(at path: RelativePath) -> PlaceholderRecord?
+    func path(ofInode inode: UInt64, on side: Side) -> RelativePath?
+    /// How many paths are placeholders: none spares the fold most of its work.
+    var placeholderCount: Int { get }
+}
+
+/// What a small local file holds, read by the caller when the fold asks (`needsContents`).
+public enum PlaceholderFileContents: Hashable, Sendable {
+    case bytes([UInt8])
+    /// Larger than any placeholder: a file of its own.
+    case tooLarge
+    /// Cannot be read now: neither a placeholder nor content yet.
+    case unreadable
+}
+
+/// One pass's scan with its placeholders recognised (DESIGN §5).
+public struct PlaceholderFold: Sendable {
+    /// The local view with each placeholder file replaced by the file it stands for, at its
+    /// base (reconcile sees a placeholder as its file, unchanged).
+    public var local: [RelativePath: FileMetadata]
+    /// Paths whose local side is a placeholder, with the placeholder file's metadata.
+    public var placeholders: [RelativePath: FileMetadata] = [:]
+    /// Untracked placeholder files whose file is in the cloud, by the path they stand for:
+    /// the placeholder written there replaces them.
+    public var strays: [RelativePath: FileMetadata] = [:]
+    /// Repairs for the executor, before anything is reconciled.
+    public var repairs: [Action] = []
+    /// Paths left out of this pass (a repair concerns them; or unreadable): not a deletion,
+    /// not a creation; they are looked at again.
+    public var withheld: Set<RelativePath> = []
+    /// Files whose contents the fold needs to decide; read them and fold again.
+    public var needsContents: Set<RelativePath> = []
+    /// A placeholder and the file it stands for are not both in the pass: look at the
+    /// whole folder instead (a pass over half the picture would take one for new or gone).
+    public var needsWholeFolder = false
+    /// Files that could not be read: retried later.
+    public var unreadable: [RelativePath] = []
+}
+
+/// Recognises the placeholders in a local scan and plans their repairs, without touching
+/// anything: the executor carries out `repairs` under the lock table, re-checking each file.
+///
+/// - `scope`: the roots the scan covered; a name outside them is unknown, not absent.
+/// - `contents`: what small files hold, for those the fold asked for in `needsContents`.
+/// - `namer`: conflict names, for a placeholder moved off a name another file holds.
+public func foldPlaceholders(style: PlaceholderStyle, scope: [RelativePath], base: [RelativePath: BaseEntry],
+                             local: [RelativePath: FileMetadata], cloud: [RelativePath: FileMetadata],
+                             records: some PlaceholderRecords, contents: [RelativePath: PlaceholderFileContents] = [:],
+                             namer: ConflictNamer) -> PlaceholderFold {
+    var fold = PlaceholderFold(local: local)
+    switch style {
+    case .suffix:
+        let folder = SuffixFolder(scope: scope, base: base, cloud: cloud, records: records, contents: contents, namer: namer)
+        folder.fold(&fold)
+    case .realName:
+        foldRealNamePlaceholders(&fold, base: base, records: records)
+    }
+    // A tracked placeholder missing from the pass may have been renamed to a name outside
+    // it (its events not read yet): unlike a file, a placeholder cannot be uploaded again
+    // from its new name, so the whole folder is looked at before concluding it was deleted.
+    if records.placeholderCount > 0, scope != [.root],
+       base.keys.contains(where: { fold.local[$0] == nil && !fold.withheld.contains($0) && records.placeholderRecord(at: $0)?.isPlaceholder == true }) {
+        fold.needsWholeFolder = true
+    }
+    return fold
+}
+
+/// Real-name placeholders are recognised by the journal alone: a tracked placeholder whose
+/// file is unchanged stands for its cloud file. One that changed was filled or written: it
+/// is content now, and reconcile treats it as any file's change.
+private func foldRealNamePlaceholders(_ fold: inout PlaceholderFold, base: [RelativePath: BaseEntry], records: some PlaceholderRecords) {
+    guard records.placeholderCount > 0 else { return }
+    for path in base.keys {
+        guard let record = records.placeholderRecord(at: path), record.isPlaceholder, let meta = fold.local[path],
+              meta.kind == .file, meta.isUnchanged(from: record.base.local) else { continue }
+        fold.placeholders[path] = meta
+    }
+}
+
+/// The suffix style's fold: `NAME.nimbus` files become `NAME`.
+private struct SuffixFolder<Records: PlaceholderRecords> {
+    let scope: [RelativePath]
+    let base: [RelativePath: BaseEntry]
+    let cloud: [RelativePath: FileMetadata]
+    let records: Records
+    let contents: [RelativePath: PlaceholderFileContents]
+    let namer: ConflictNamer
+
+    func inScope(_ path: RelativePath) -> Bool { scope.contains { $0.contains(path) } }
+
+    /// The bytes of `file`; nil (and asked for) when not read yet, or not a small file.
+    func bytes(_ file: RelativePath, _ fold: inout PlaceholderFold) -> PlaceholderFileContents? {
+        guard let known = contents[file] else {
+            fold.needsContents.insert(file)
+            return nil
+        }
+        return known
+    }
+
+    /// Whether `file` holds a placeholder's text; nil when not known yet or unreadable.
+    func isPlaceholderText(_ file: RelativePath, _ fold: inout PlaceholderFold) -> Bool?? {
+        switch bytes(file, &fold) {
+        case nil: return nil
+        case .bytes(let b)?: return .some(Placeholder.parse(b) != nil)
+        case .tooLarge?: return .some(false)
+        case .unreadable?: return .some(nil)
+        }
+    }
+
+    func holds(_ file: RelativePath, exactly text: [UInt8], _ fold: inout PlaceholderFold) -> Bool? {
+        switch bytes(file, &fold) {
+        case nil: return nil
+        case .bytes(let b)?: return b == text
+        default: return false
+        }
+    }
+
+    /// Leaves `paths` out of this pass: a repair concerns them.
+    func withhold(_ paths: RelativePath?..., from fold: inout PlaceholderFold) {
+        for case let path? in paths { fold.withheld.insert(path) }
+    }
+
+    func fold(_ fold: inout PlaceholderFold) {
+        restoreSuffixes(&fold)
+        adoptDownloadedFiles(&fold)
+        // Shorter names first: `x.nimbus` (the placeholder of `x`) is folded before
+        // `x.nimbus.nimbus` (that of a cloud file named `x.nimbus`) looks for a real file there.
+        let candidates = fold.local.filter { $0.value.kind == .file && Placeholder.target(of: $0.key) != nil && !fold.withheld.contains($0.key) }
+            .sorted { $0.key.bytes.count < $1.key.bytes.count }
+        for (file, meta) in candidates { foldCandidate(file, meta, &fold) }
+        for path in fold.withheld {
+            fold.local[path] = nil
+            fold.placeholders[path] = nil
+            fold.strays[path] = nil
+        }
+    }
+
+    /// A placeholder renamed to a name without `.nimbus` (found by its inode) gets the
+    /// suffix back, so that it stays a placeholder for the file of its new name.
+    func restoreSuffixes(_ fold: inout PlaceholderFold) {
+        guard records.placeholderCount > 0 else { return }
+        for (path, meta) in fold.local.sorted(by: { $0.key < $1.key }) {
+            guard meta.kind == .file, Placeholder.target(of: path) == nil,
+                  let record = records.path(ofInode: meta.inode, on: .local).flatMap({ records.placeholderRecord(at: $0) }),
+                  record.isPlaceholder, meta.isUnchanged(from: record.base.local),
+                  // Inodes are reused: the content must say placeholder too.
+                  isPlaceholderText(path, &fold) == .some(true) else { continue }
+            // When `path.nimbus` is taken (by another placeholder), a conflict name is used.
+            var name = path
+            if fold.local[Placeholder.file(for: path) ?? path] != nil {
+                name = namer.name(for: path) { taken($0, fold) }
+            }
+            guard let file = Placeholder.file(for: name), fold.local[file] == nil else { continue }
+            fold.repairs.append(.movePlaceholder(from: path, to: file, expected: meta))
+            withhold(path, file, from: &fold)
+        }
+    }
+
+    /// A real file where the journal still records a placeholder, and no placeholder left: a
+    /// download that put the file in place and removed the placeholder just before a crash,
+    /// before the journal said so. Adopted (in sync when it holds the cloud's content), not
+    /// taken for a change to upload.
+    func adoptDownloadedFiles(_ fold: inout PlaceholderFold) {
+        guard records.placeholderCount > 0 else { return }
+        for (path, meta) in fold.local where meta.kind == .file && !fold.withheld.contains(path) {
+            guard records.placeholderRecord(at: path)?.isPlaceholder == true, let file = Placeholder.file(for: path),
+                  fold.local[file] == nil else { continue }
+            guard inScope(file) else {
+                fold.needsWholeFolder = true  // Its placeholder may be there, out of sight.
+                continue
+            }
+            fold.repairs.append(.adoptLocalFile(path, local: meta, cloud: cloud[path]))
+            withhold(path, from: &fold)
+        }
+    }
+
+    func taken(_ path: RelativePath, _ fold: PlaceholderFold) -> Bool {
+        fold.local[path] != nil || cloud[path] != nil || base[path] != nil || records.placeholderRecord(at: path) != nil
+            || Placeholder.file(for: path).map { fold.local[$0] != nil } ?? false
+    }
+
+    func foldCandidate(_ found: RelativePath, _ meta: FileMetadata, _ fold: inout PlaceholderFold) {
+        let file = found
+        let target = Placeholder.target(of: file)!
+        // A synced file of its own that happens to end in .nimbus (not a placeholder's file).
+        if let synced = records.placeholderRecord(at: file), !synced.isPlaceholder { return }
+        guard inScope(target) else {
+            // What it stands for is outside the pass: neither can be judged from half the picture.
+            fold.needsWholeFolder = true
+            return
+        }
+        let atTarget = records.placeholderRecord(at: target)
+        let record: PlaceholderRecord
+        var recordPath = target
+        if let atTarget, atTarget.isPlaceholder {
+            record = atTarget
+        } else if let movedFrom = records.path(ofInode: meta.inode, on: .local), movedFrom != target,
+                  let moved = records.placeholderRecord(at: movedFrom), moved.isPlaceholder, meta.isUnchanged(from: moved.base.local) {
+            // Renamed here: reconcile finds the rename by the inode.
+            record = moved
+            recordPath = movedFrom
+            if atTarget != nil || fold.local[target] != nil {
+                // Onto the name of another file: it gets a conflict name of its own, and
+                // both are looked at again once it has it.
+                let newTarget = namer.name(for: target) { taken($0, fold) }
+                if let newFile = Placeholder.file(for: newTarget) {
+                    fold.repairs.append(.movePlaceholder(from: file, to: newFile, expected: meta))
+                    withhold(newFile, newTarget, from: &fold)
+                }
+                withhold(file, movedFrom, from: &fold)
+                return
+            }
+        } else if let atTarget, fold.local[target] == nil, atTarget.base.kind == .file,
+                  cloud[target]?.isUnchanged(from: atTarget.base.cloud) == true {
+            // Evicted, and stopped before the journal said so: the placeholder is ours if it
+            // says exactly what ours would.
+            switch holds(file, exactly: Placeholder.contents(for: target, cloud: atTarget.base.cloud), &fold) {
+            case nil: return
+            case true?:
+                fold.repairs.append(.adoptPlaceholder(target, placeholder: meta, cloud: atTarget.base.cloud))
+                withhold(file, target, from: &fold)
+                return
+            case false?:
+                foldUntracked(file, meta, target: target, &fold)
+                return
+            }
+        } else {
+            foldUntracked(file, meta, target: target, &fold)
+            return
+        }
+        fold.local[file] = nil
+        if !meta.isUnchanged(from: record.base.local) {
+            switch holds(file, exactly: Placeholder.contents(for: recordPath, cloud: record.base.cloud), &fold) {
+            case nil: return
+            case true?: break
+            case false?:
+                // Someone wrote into the placeholder: keep what they wrote under a name of
+                // its own (uploaded as a new file) and put a fresh placeholder back.
+                fold.repairs.append(.repairPlaceholder(recordPath, file: file, edited: meta, cloud: record.base.cloud))
+                withhold(file, recordPath, target, from: &fold)
+                return
+            }
+        }
+        if fold.local[target] != nil {
+            // A real file beside its placeholder (a download finished just before a crash,
+            // or the user put it there): the real file wins.
+            if record.isPlaceholder && recordPath == target {
+                fold.repairs.append(.adoptLocalFile(target, local: fold.local[target]!, cloud: cloud[target]))
+                withhold(target, from: &fold)
+            }
+            fold.repairs.append(.retirePlaceholder(file: file, expected: meta))
+        } else {
+            fold.local[target] = records.placeholderRecord(at: target)?.base.local ?? record.base.local
+            fold.placeholders[target] = meta
+        }
+    }
+
+    /// A `.nimbus` file the journal knows nothing of: a placeholder's text makes it a stray
+    /// (adopted when its file is in the cloud, else it stands for nothing and goes); other
+    /// text is a file of its own.
+    func foldUntracked(_ file: RelativePath, _ meta: FileMetadata, target: RelativePath, _ fold: inout PlaceholderFold) {
+        switch isPlaceholderText(file, &fold) {
+        case nil:
+            return
+        case .some(true?):
+            fold.local[file] = nil
+            if fold.local[target] == nil && cloud[target] != nil {
+                fold.strays[target] = meta
+            } else {
+                fold.repairs.append(.retirePlaceholder(file: file, expected: meta))
+            }
+        case .some(nil):
+            fold.local[file] = nil  // Unreadable: neither a placeholder nor content yet.
+            fold.unreadable.append(file)
+        case .some(false?):
+            break
+        }
+    }
+}
