@@ -178,7 +178,7 @@ private struct SuffixFolder<Records: PlaceholderRecords> {
         guard records.placeholderCount > 0 else { return }
         for (path, meta) in fold.local where meta.kind == .file && !fold.withheld.contains(path) {
             guard records.placeholderRecord(at: path)?.isPlaceholder == true, let file = Placeholder.file(for: path),
-                  fold.local[file] == nil else { continue }
+                  fold.local[file] == nil, !isPlaceholderOfAnother(path, meta) else { continue }
             guard inScope(file) else {
                 fold.needsWholeFolder = true  // Its placeholder may be there, out of sight.
                 continue
@@ -186,6 +186,14 @@ private struct SuffixFolder<Records: PlaceholderRecords> {
             fold.repairs.append(.adoptLocalFile(path, local: meta, cloud: cloud[path]))
             withhold(path, from: &fold)
         }
+    }
+
+    /// Whether the file at `path` is a tracked placeholder file, by its inode (moved here, or
+    /// `x.nimbus` being the placeholder of `x`): then it is no download of `path`'s own, even
+    /// when `path` is a cloud file shown as a placeholder too.
+    func isPlaceholderOfAnother(_ path: RelativePath, _ meta: FileMetadata) -> Bool {
+        guard let owner = records.path(ofInode: meta.inode, on: .local), let record = records.placeholderRecord(at: owner) else { return false }
+        return record.isPlaceholder && record.base.local.inode == meta.inode
     }
 
     func taken(_ path: RelativePath, _ fold: PlaceholderFold) -> Bool {
@@ -196,14 +204,16 @@ private struct SuffixFolder<Records: PlaceholderRecords> {
     func foldCandidate(_ found: RelativePath, _ meta: FileMetadata, _ fold: inout PlaceholderFold) {
         let file = found
         let target = Placeholder.target(of: file)!
-        // A synced file of its own that happens to end in .nimbus (not a placeholder's file).
-        if let synced = records.placeholderRecord(at: file), !synced.isPlaceholder { return }
+        let atTarget = records.placeholderRecord(at: target)
+        // A synced file of its own that happens to end in .nimbus (not a placeholder's file),
+        // unless the file there now is, by its inode, the placeholder of `target`.
+        let isTargetsPlaceholder = atTarget.map { $0.isPlaceholder && $0.base.local.inode == meta.inode } ?? false
+        if let synced = records.placeholderRecord(at: file), !synced.isPlaceholder, !isTargetsPlaceholder { return }
         guard inScope(target) else {
             // What it stands for is outside the pass: neither can be judged from half the picture.
             fold.needsWholeFolder = true
             return
         }
-        let atTarget = records.placeholderRecord(at: target)
         let record: PlaceholderRecord
         var recordPath = target
         if let atTarget, atTarget.isPlaceholder {

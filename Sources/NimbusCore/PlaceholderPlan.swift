@@ -12,8 +12,13 @@ import NimbusSystem
 ///   the path they stand for; a new placeholder there replaces them.
 /// - `keepsLocalCopy`: whether `path` should be downloaded (mirror mode, pinned) rather than
 ///   shown as a placeholder.
+/// - `style`, `local`, `cloud`: in the suffix style a cloud entry may arrive under the name
+///   a placeholder holds (a folder `x.nimbus` beside the file `x`), or a placeholder be
+///   renamed to a name whose `.nimbus` a local file holds; the placeholder then yields: its
+///   file is downloaded (from `cloud`) instead, so that no name is fought over.
 public func adaptForPlaceholders(_ plan: Plan, placeholders: [RelativePath: FileMetadata],
-                                 strays: [RelativePath: FileMetadata] = [:],
+                                 strays: [RelativePath: FileMetadata] = [:], style: PlaceholderStyle = .suffix,
+                                 local: [RelativePath: FileMetadata] = [:], cloud: [RelativePath: FileMetadata] = [:],
                                  keepsLocalCopy: (RelativePath) -> Bool) -> Plan {
     guard !placeholders.isEmpty || !strays.isEmpty || plan.actions.contains(where: { isNewDownload($0) }) else { return plan }
     var adapted = plan
@@ -58,7 +63,44 @@ public func adaptForPlaceholders(_ plan: Plan, placeholders: [RelativePath: File
         }
     }
     adapted.conflicts.removeAll { dropped.contains($0.path) }
+    if style.hasNameOfItsOwn && !placeholders.isEmpty {
+        yieldPlaceholderNames(&adapted, placeholders: placeholders, local: local, cloud: cloud)
+    }
     return adapted
+}
+
+/// A local creation or rename at the name of a placeholder (`x.nimbus`, a cloud folder or a
+/// pinned cloud file of that name) would fail forever: the placeholder's file `x` is downloaded
+/// and the placeholder removed just before, so that the name is free and nothing is lost.
+/// Likewise a placeholder renamed to `y` where a local file holds `y.nimbus`: `y` is
+/// downloaded instead of its placeholder written.
+private func yieldPlaceholderNames(_ plan: inout Plan, placeholders: [RelativePath: FileMetadata],
+                                   local: [RelativePath: FileMetadata], cloud: [RelativePath: FileMetadata]) {
+    let planned = Set(plan.actions.map(\.path))
+    var actions: [Action] = []
+    var yielded = Set<RelativePath>()
+    for action in plan.actions {
+        switch action {
+        case .renamePlaceholder(let from, let to, let expected):
+            if let file = Placeholder.file(for: to), local[file] != nil, let source = cloud[to], source.kind == .file {
+                actions.append(.removePlaceholder(from, expected: expected))
+                actions.append(.copy(to, to: .local, source: source, replacing: nil))
+                continue
+            }
+        case .makeDirectory(let path, .local, _), .copy(let path, .local, _, nil), .makeSymlink(let path, .local, _, nil),
+             .rename(_, let path, .local, _):
+            if let target = Placeholder.target(of: path), let file = placeholders[target], !planned.contains(target),
+               !yielded.contains(target), let source = cloud[target], source.kind == .file {
+                actions.append(.copy(target, to: .local, source: source, replacing: nil))
+                actions.append(.removePlaceholder(target, expected: file))
+                yielded.insert(target)
+            }
+        default:
+            break
+        }
+        actions.append(action)
+    }
+    plan.actions = actions
 }
 
 /// A cloud file that does not exist locally at all: in on-demand mode it may become a

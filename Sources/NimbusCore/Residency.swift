@@ -13,6 +13,9 @@ public func keepsLocalCopy(pinned: Bool, evicted: Bool, onDemand: Bool, pinnedBy
 public enum EvictionRefusal: Hashable, Sendable {
     /// Its name leaves no room for the placeholder's (the suffix style only).
     case noRoomForPlaceholder
+    /// The placeholder's name is another entry's, here, in the cloud or in the journal (the
+    /// suffix style only: `x.nimbus` may be a cloud file or folder of its own).
+    case placeholderNameTaken
     case pinned
     /// Changes not yet uploaded or downloaded, a conflict, or a copy in progress.
     case notInSync
@@ -22,10 +25,12 @@ public enum EvictionRefusal: Hashable, Sendable {
 
 /// Whether the downloaded file `path` may be evicted (DESIGN §5): only a file in sync (both
 /// sides as its base says, no conflict, nothing in progress), not pinned, not open, and
-/// with a name for its placeholder. nil: it may.
+/// with a name for its placeholder (`isTaken`: whether a name is another entry's). nil: it may.
 public func evictionRefusal(_ path: RelativePath, style: PlaceholderStyle, base: BaseEntry, here: FileMetadata?, there: FileMetadata?,
-                            pinned: Bool, hasConflict: Bool, inProgress: Bool, isOpen: (FileMetadata) -> Bool) -> EvictionRefusal? {
-    guard style.file(for: path) != nil else { return .noRoomForPlaceholder }
+                            pinned: Bool, hasConflict: Bool, inProgress: Bool, isOpen: (FileMetadata) -> Bool,
+                            isTaken: (RelativePath) -> Bool) -> EvictionRefusal? {
+    guard let file = style.file(for: path) else { return .noRoomForPlaceholder }
+    if style.hasNameOfItsOwn && isTaken(file) { return .placeholderNameTaken }
     if pinned { return .pinned }
     guard let here, here.isUnchanged(from: base.local), let there, there.isUnchanged(from: base.cloud),
           !hasConflict, !inProgress else { return .notInSync }

@@ -96,7 +96,8 @@ extension SyncEngine {
 
     func adapt(_ plan: Plan, _ views: Views) -> Plan {
         let style = settings.placeholderStyle
-        return adaptForPlaceholders(plan, placeholders: views.placeholders, strays: views.strays) { path in
+        return adaptForPlaceholders(plan, placeholders: views.placeholders, strays: views.strays, style: style, local: views.local,
+                                    cloud: views.cloud) { path in
             // A file of someone's holds the placeholder's name: the file itself comes instead.
             keepsLocalCopy(path) || (style.hasNameOfItsOwn && (style.file(for: path).map { views.local[$0] != nil } ?? true))
         }

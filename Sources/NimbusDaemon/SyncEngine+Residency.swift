@@ -131,11 +131,15 @@ extension SyncEngine {
         let refusal = evictionRefusal(path, style: placeholderStyle, base: record.base, here: here, there: there,
                                       pinned: record.residency == .pinned || isPinnedByFolder(path), hasConflict: record.conflictCopy != nil,
                                       inProgress: state.withLock({ $0.transient[path] }) != nil,
-                                      isOpen: { openFiles.contains(FileIdentity(device: $0.device, inode: $0.inode)) })
+                                      isOpen: { openFiles.contains(FileIdentity(device: $0.device, inode: $0.inode)) },
+                                      isTaken: { name in state.withLock { $0.index[name] != nil } || existsOnEitherSide(name) })
         switch refusal {
         case .noRoomForPlaceholder?:
             throw EngineRequestError(kind: .invalidArgument, message: "\(path) cannot be evicted: its name leaves no room for "
                                      + "the .nimbus of a placeholder (255 bytes at most), so it is always kept here")
+        case .placeholderNameTaken?:
+            throw EngineRequestError(kind: .invalidArgument, message: "\(path) cannot be evicted: the name of its placeholder, "
+                                     + "\(Placeholder.file(for: path).map { "\($0)" } ?? ""), is another file's or folder's, so it is kept here")
         case .pinned?:
             throw EngineRequestError(kind: .pinned, message: "\(path) is pinned: unpin it first (nimbusctl unpin)")
         case .notInSync?:

@@ -25,26 +25,35 @@ struct SimulationRun {
     /// On-demand mode: new cloud files become placeholders, and the user evicts and
     /// downloads at random.
     let onDemand: Bool
+    /// How placeholders are written. A style joins the simulation once the executor carries
+    /// it out: the naming (`names`), the check (`matchPlaceholders`) and the engine's settings
+    /// follow this parameter.
+    let style: PlaceholderStyle
+    let names: [String]
 
-    static let names = ["a", "b", "c.txt", "d"]
     static let errors: [Errno] = [.ioError, .noSpace, .permissionDenied]
 
-    init(seed: UInt64, onDemand: Bool = false) {
+    init(seed: UInt64, onDemand: Bool = false, style: PlaceholderStyle = .suffix) {
         self.seed = seed
         self.onDemand = onDemand
+        self.style = style
+        // In the suffix style a cloud file may bear the name of another's placeholder.
+        names = ["a", "b", "c.txt", "d"] + (onDemand && style.hasNameOfItsOwn ? ["a.nimbus"] : [])
         random = SeededRandom(seed: seed)
         localDisk = MemoryFileSystem(time: clock.timeSource, device: 1)
         cloudDisk = MemoryFileSystem(time: clock.timeSource, temporaryDirectory: RootMarkers.temporary, device: 2)
         local = FaultyFileSystem(localDisk)
         cloud = FaultyFileSystem(cloudDisk)
-        engine = Self.makeEngine(local, cloud, store, clock, onDemand: onDemand)
+        engine = Self.makeEngine(local, cloud, store, clock, onDemand: onDemand, style: style)
     }
 
     static func makeEngine(_ local: FaultyFileSystem<MemoryFileSystem>, _ cloud: FaultyFileSystem<MemoryFileSystem>,
-                           _ store: MemoryRecordStore, _ clock: ManualClock, onDemand: Bool) -> SyncEngine<FaultyFileSystem<MemoryFileSystem>> {
+                           _ store: MemoryRecordStore, _ clock: ManualClock, onDemand: Bool,
+                           style: PlaceholderStyle) -> SyncEngine<FaultyFileSystem<MemoryFileSystem>> {
         var settings = EngineSettings(deviceName: "sim")
         settings.batchThreshold = 4
         settings.onDemand = onDemand
+        settings.placeholderStyle = style
         settings.minFreeSpace = 0
         return SyncEngine(local: local, cloud: cloud, store: store, records: store.committed, clock: clock,
                           settings: settings, log: ProcessInfo.processInfo.environment["NIMBUS_SEED"] != nil ? Logger(threshold: .debug, journald: false) : .silent, rootNames: ("local", "cloud"))
@@ -60,7 +69,7 @@ struct SimulationRun {
             $0.value.metadata.kind == .directory && !$0.key.isRoot && !rp(".nimbus").contains($0.key) && $0.key.depth < 2
         }.map(\.key).sorted()
         let dir = dirs.randomElement(using: &random)!
-        return try! dir.appending(name: Array(Self.names.randomElement(using: &random)!.utf8))
+        return try! dir.appending(name: Array(names.randomElement(using: &random)!.utf8))
     }
 
     mutating func existingPath(in disk: MemoryFileSystem) -> RelativePath? {
@@ -134,11 +143,27 @@ struct SimulationRun {
         }
     }
 
+    /// A pass over a few paths only, as when events arrive in several batches: it may
+    /// conclude less than a whole pass, never something a whole pass would not.
+    mutating func partialPass(_ label: String) throws {
+        let all = Set(localDisk.snapshot().keys).union(cloudDisk.snapshot().keys)
+            .filter { !$0.isRoot && $0 != rp(".nimbus-root") && !rp(".nimbus").contains($0) }.sorted()
+        var picked = Set<RelativePath>()
+        for _ in 0..<Int.random(in: 1...2, using: &random) { if let path = all.randomElement(using: &random) { picked.insert(path) } }
+        guard !picked.isEmpty else { return }
+        let before = preciousContents()
+        engine.sync(picked)
+        let lost = Set(before.keys).subtracting(allContents.keys).subtracting(userReplaced.set.withLock { $0 })
+        guard lost.isEmpty else {
+            throw ModelFailure("\(label): a pass over \(picked.sorted()) lost \(lost.sorted()) (was at \(lost.map { before[$0]! }))")
+        }
+    }
+
     mutating func crashAndRestart() {
         store.dropPending()
         local = FaultyFileSystem(localDisk)
         cloud = FaultyFileSystem(cloudDisk)
-        engine = Self.makeEngine(local, cloud, store, clock, onDemand: onDemand)
+        engine = Self.makeEngine(local, cloud, store, clock, onDemand: onDemand, style: style)
         engine.start()
     }
 
@@ -152,7 +177,7 @@ struct SimulationRun {
             if faults == 0 {
                 local = FaultyFileSystem(localDisk, random: random, probabilities: [.prepareCopy: 0.2, .install: 0.2, .rename: 0.2, .removeFile: 0.2, .makeDirectory: 0.2], randomErrors: Self.errors)
                 cloud = FaultyFileSystem(cloudDisk, random: random, probabilities: [.prepareCopy: 0.2, .install: 0.2, .rename: 0.2, .removeFile: 0.2, .makeDirectory: 0.2, .synchronize: 0.1], randomErrors: Self.errors)
-                engine = Self.makeEngine(local, cloud, store, clock, onDemand: onDemand)
+                engine = Self.makeEngine(local, cloud, store, clock, onDemand: onDemand, style: style)
                 _ = random.next()
             }
             if faults == 1 {
@@ -179,6 +204,7 @@ struct SimulationRun {
                 crashAndRestart()
                 try pass("step \(step) after restart")
             } else {
+                if onDemand && Bool.random(using: &random) { try partialPass("step \(step)") }
                 try pass("step \(step)")
             }
             localDisk.duringCopy = nil
@@ -210,7 +236,7 @@ extension SimulationRun {
     /// content is not.
     mutating func evictOrDownload(_ step: Int) throws {
         guard let path = existingPath(in: localDisk) else { return }
-        let target = Placeholder.target(of: path) ?? path
+        let target = style.target(of: path) ?? path
         let before = preciousContents()
         if Bool.random(using: &random) { _ = try? engine.evict(target) } else { _ = try? engine.download(target, .explicit) }
         let lost = Set(before.keys).subtracting(allContents.keys)
@@ -220,9 +246,19 @@ extension SimulationRun {
     /// Each local placeholder must stand for a cloud file of its size; both are then left out
     /// of the comparison of the two sides.
     func matchPlaceholders(_ local: inout [RelativePath: String], _ cloud: inout [RelativePath: String]) throws {
+        let records = engine.state.withLock { $0.index.records }
         for (path, node) in localDisk.snapshot() {
-            guard let target = Placeholder.target(of: path), case .file(let bytes) = node.content,
-                  let info = Placeholder.parse(bytes) else { continue }
+            guard case .file(let bytes) = node.content else { continue }
+            let target: RelativePath
+            let info: (size: Int64, name: String)
+            switch style {
+            case .suffix:
+                guard let named = Placeholder.target(of: path), let parsed = Placeholder.parse(bytes) else { continue }
+                (target, info) = (named, parsed)
+            case .realName:
+                guard let record = records[path], record.isPlaceholder else { continue }
+                (target, info) = (path, (record.base.cloud.size, ""))
+            }
             guard case .file(let content)? = cloudDisk.snapshot()[target]?.content, Int64(content.count) == info.size else {
                 throw ModelFailure("placeholder \(path) stands for no cloud file of \(info.size) bytes")
             }
@@ -268,8 +304,10 @@ struct ModelFailure: Error, CustomStringConvertible {
         }
         var failures: [String] = []
         for seed in seeds {
-            // Every fourth run in on-demand mode, with evictions and downloads.
-            var run = SimulationRun(seed: seed, onDemand: seed % 4 == 3)
+            // Every fourth run in on-demand mode, with evictions and downloads. Placeholders are
+            // in the suffix style: the only one the executor carries out so far (add
+            // `.realName` here once it does).
+            var run = SimulationRun(seed: seed, onDemand: seed % 4 == 3, style: .suffix)
             do { try run.run(steps: 8) } catch {
                 failures.append("seed \(seed): \(error)")
                 if failures.count >= 3 { break }
