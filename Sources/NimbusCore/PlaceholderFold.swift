@@ -49,6 +49,12 @@ public struct PlaceholderFold: Sendable {
     public var needsWholeFolder = false
     /// Files that could not be read: retried later.
     public var unreadable: [RelativePath] = []
+    /// Placeholders renamed here (found by their inode), by new path: the path they had.
+    var renamedFrom: [RelativePath: RelativePath] = [:]
+    /// Local files a repair already deals with (not folded again as candidates). Distinct
+    /// from `withheld`: `x.nimbus` may be both the placeholder file of `x` and the path of a
+    /// cloud file `x.nimbus`.
+    var handled: Set<RelativePath> = []
 }
 
 /// Recognises the placeholders in a local scan and plans their repairs, without touching
@@ -139,9 +145,14 @@ private struct SuffixFolder<Records: PlaceholderRecords> {
         adoptDownloadedFiles(&fold)
         // Shorter names first: `x.nimbus` (the placeholder of `x`) is folded before
         // `x.nimbus.nimbus` (that of a cloud file named `x.nimbus`) looks for a real file there.
-        let candidates = fold.local.filter { $0.value.kind == .file && Placeholder.target(of: $0.key) != nil && !fold.withheld.contains($0.key) }
+        let candidates = fold.local.filter { $0.value.kind == .file && Placeholder.target(of: $0.key) != nil && !fold.handled.contains($0.key) }
             .sorted { $0.key.bytes.count < $1.key.bytes.count }
         for (file, meta) in candidates { foldCandidate(file, meta, &fold) }
+        // A placeholder renamed from a path left out of the pass is left out too: without
+        // its base, the rename would look like a new file here.
+        for (target, source) in fold.renamedFrom where fold.withheld.contains(source) {
+            withhold(target, Placeholder.file(for: target), from: &fold)
+        }
         for path in fold.withheld {
             fold.local[path] = nil
             fold.placeholders[path] = nil
@@ -159,14 +170,19 @@ private struct SuffixFolder<Records: PlaceholderRecords> {
                   record.isPlaceholder, meta.isUnchanged(from: record.base.local),
                   // Inodes are reused: the content must say placeholder too.
                   isPlaceholderText(path, &fold) == .some(true) else { continue }
-            // When `path.nimbus` is taken (by another placeholder), a conflict name is used.
+            // When the name is another file's (in the cloud, in the journal) or `path.nimbus`
+            // is taken (by another placeholder), a conflict name is used.
             var name = path
-            if fold.local[Placeholder.file(for: path) ?? path] != nil {
+            let sameRenameThere = cloud[path]?.inode == record.base.cloud.inode
+            if (cloud[path] != nil && !sameRenameThere) || base[path] != nil || records.placeholderRecord(at: path) != nil
+                || fold.local[Placeholder.file(for: path) ?? path] != nil {
                 name = namer.name(for: path) { taken($0, fold) }
             }
             guard let file = Placeholder.file(for: name), fold.local[file] == nil else { continue }
             fold.repairs.append(.movePlaceholder(from: path, to: file, expected: meta))
-            withhold(path, file, from: &fold)
+            fold.handled.formUnion([path, file])
+            // Its record too: the rename is seen once the suffix is back, not a deletion now.
+            withhold(path, file, records.path(ofInode: meta.inode, on: .local), from: &fold)
         }
     }
 
@@ -176,13 +192,25 @@ private struct SuffixFolder<Records: PlaceholderRecords> {
     /// taken for a change to upload.
     func adoptDownloadedFiles(_ fold: inout PlaceholderFold) {
         guard records.placeholderCount > 0 else { return }
-        for (path, meta) in fold.local where meta.kind == .file && !fold.withheld.contains(path) {
-            guard records.placeholderRecord(at: path)?.isPlaceholder == true, let file = Placeholder.file(for: path),
+        var localInodes: Set<UInt64>?
+        for (path, meta) in fold.local.sorted(by: { $0.key < $1.key }) where meta.kind == .file && !fold.handled.contains(path) {
+            guard let record = records.placeholderRecord(at: path), record.isPlaceholder, let file = Placeholder.file(for: path),
                   fold.local[file] == nil, !isPlaceholderOfAnother(path, meta) else { continue }
+            // Its placeholder renamed elsewhere (by its inode): this is a new file, not a download.
+            if localInodes == nil { localInodes = Set(fold.local.values.map(\.inode)) }
+            if localInodes!.contains(record.base.local.inode) { continue }
             guard inScope(file) else {
                 fold.needsWholeFolder = true  // Its placeholder may be there, out of sight.
                 continue
             }
+            // A download never holds a placeholder's text: that is a placeholder file left
+            // behind (its record gone), folded by its name below.
+            switch bytes(path, &fold) {
+            case nil: continue
+            case .bytes(let b)? where Placeholder.parse(b) != nil: continue
+            default: break
+            }
+            fold.handled.insert(path)
             fold.repairs.append(.adoptLocalFile(path, local: meta, cloud: cloud[path]))
             withhold(path, from: &fold)
         }
@@ -196,19 +224,29 @@ private struct SuffixFolder<Records: PlaceholderRecords> {
         return record.isPlaceholder && record.base.local.inode == meta.inode
     }
 
+    /// Whether a name, or its placeholder's name, is known as anything's.
     func taken(_ path: RelativePath, _ fold: PlaceholderFold) -> Bool {
-        fold.local[path] != nil || cloud[path] != nil || base[path] != nil || records.placeholderRecord(at: path) != nil
-            || Placeholder.file(for: path).map { fold.local[$0] != nil } ?? false
+        func known(_ name: RelativePath) -> Bool {
+            fold.local[name] != nil || cloud[name] != nil || base[name] != nil || records.placeholderRecord(at: name) != nil
+        }
+        return known(path) || Placeholder.file(for: path).map(known) ?? true
     }
 
     func foldCandidate(_ found: RelativePath, _ meta: FileMetadata, _ fold: inout PlaceholderFold) {
         let file = found
         let target = Placeholder.target(of: file)!
         let atTarget = records.placeholderRecord(at: target)
+        // Another placeholder moved here (by its inode) comes first: even onto the name of a
+        // tracked placeholder, or of a synced file, it is that other one.
+        let movedFrom = records.path(ofInode: meta.inode, on: .local).flatMap { path -> (RelativePath, PlaceholderRecord)? in
+            guard path != target, let moved = records.placeholderRecord(at: path), moved.isPlaceholder,
+                  meta.isUnchanged(from: moved.base.local) else { return nil }
+            return (path, moved)
+        }
         // A synced file of its own that happens to end in .nimbus (not a placeholder's file),
-        // unless the file there now is, by its inode, the placeholder of `target`.
+        // unless the file there now is, by its inode, the placeholder of `target` or another's.
         let isTargetsPlaceholder = atTarget.map { $0.isPlaceholder && $0.base.local.inode == meta.inode } ?? false
-        if let synced = records.placeholderRecord(at: file), !synced.isPlaceholder, !isTargetsPlaceholder { return }
+        if let synced = records.placeholderRecord(at: file), !synced.isPlaceholder, !isTargetsPlaceholder, movedFrom == nil { return }
         guard inScope(target) else {
             // What it stands for is outside the pass: neither can be judged from half the picture.
             fold.needsWholeFolder = true
@@ -216,20 +254,21 @@ private struct SuffixFolder<Records: PlaceholderRecords> {
         }
         let record: PlaceholderRecord
         var recordPath = target
-        if let atTarget, atTarget.isPlaceholder {
+        if let atTarget, atTarget.isPlaceholder, movedFrom == nil {
             record = atTarget
-        } else if let movedFrom = records.path(ofInode: meta.inode, on: .local), movedFrom != target,
-                  let moved = records.placeholderRecord(at: movedFrom), moved.isPlaceholder, meta.isUnchanged(from: moved.base.local) {
+        } else if let (movedFrom, moved) = movedFrom {
             // Renamed here: reconcile finds the rename by the inode.
             record = moved
             recordPath = movedFrom
-            if atTarget != nil || fold.local[target] != nil {
+            let cloudHasAnother = cloud[target].map { $0.inode != moved.base.cloud.inode } ?? false
+            if atTarget != nil || fold.local[target] != nil || cloudHasAnother {
                 // Onto the name of another file: it gets a conflict name of its own, and
                 // both are looked at again once it has it.
                 let newTarget = namer.name(for: target) { taken($0, fold) }
                 if let newFile = Placeholder.file(for: newTarget) {
                     fold.repairs.append(.movePlaceholder(from: file, to: newFile, expected: meta))
                     withhold(newFile, newTarget, from: &fold)
+                    fold.handled.insert(newFile)
                 }
                 withhold(file, movedFrom, from: &fold)
                 return
@@ -276,6 +315,7 @@ private struct SuffixFolder<Records: PlaceholderRecords> {
         } else {
             fold.local[target] = records.placeholderRecord(at: target)?.base.local ?? record.base.local
             fold.placeholders[target] = meta
+            if recordPath != target { fold.renamedFrom[target] = recordPath }
         }
     }
 

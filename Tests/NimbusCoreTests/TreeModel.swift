@@ -23,7 +23,7 @@ struct Tree {
     var nodes: [RelativePath: Node] = [:]
     var metadata: [RelativePath: FileMetadata] { nodes.mapValues(\.metadata) }
     var hashes: [RelativePath: ContentHash] {
-        nodes.compactMapValues { $0.kind == .file ? ContentHash(value: UInt64($0.content), size: Int64($0.content % 5)) : nil }
+        nodes.compactMapValues { $0.kind == .file ? ContentHash(value: UInt64(bitPattern: Int64($0.content)), size: Int64($0.content % 5)) : nil }
     }
     /// Every piece of content held: file contents and link targets.
     var contents: Set<String> {
