@@ -246,7 +246,19 @@ private struct SuffixFolder<Records: PlaceholderRecords> {
         // A synced file of its own that happens to end in .nimbus (not a placeholder's file),
         // unless the file there now is, by its inode, the placeholder of `target` or another's.
         let isTargetsPlaceholder = atTarget.map { $0.isPlaceholder && $0.base.local.inode == meta.inode } ?? false
-        if let synced = records.placeholderRecord(at: file), !synced.isPlaceholder, !isTargetsPlaceholder, movedFrom == nil { return }
+        if let synced = records.placeholderRecord(at: file), !synced.isPlaceholder, !isTargetsPlaceholder, movedFrom == nil {
+            // Changed into a placeholder's text (one copied over it): that text is never
+            // uploaded. With the cloud's copy gone it is an untracked placeholder; else it is
+            // left as it is until someone decides.
+            guard !meta.isUnchanged(from: synced.base.local), isPlaceholderText(file, &fold) == .some(true) else { return }
+            if cloud[file] == nil && inScope(target) {
+                foldUntracked(file, meta, target: target, &fold)
+            } else {
+                withhold(file, from: &fold)
+                fold.handled.insert(file)
+            }
+            return
+        }
         guard inScope(target) else {
             // What it stands for is outside the pass: neither can be judged from half the picture.
             fold.needsWholeFolder = true
