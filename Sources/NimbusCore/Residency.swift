@@ -40,7 +40,8 @@ public func evictionRefusal(_ path: RelativePath, style: PlaceholderStyle, base:
 /// The mass-delete guard's predicate (DESIGN §3): a plan deleting, on one side, more than
 /// `maxPercent` of the `tracked` entries and more than `minimum` entries — deletions made in
 /// the recent window (`recentDeletions`) counted too, so an `rm` spread over several passes
-/// is caught — has all its deletions there held. Deletions already held stay held.
+/// is caught — has all its deletions there held. Deletions already held stay held, and so
+/// do the folders above them.
 /// Placeholder removals count like any file's: an emptied local folder in on-demand mode
 /// is mostly placeholders.
 public func deletionsToHold(_ plan: Plan, tracked: Int, alreadyHeld: Set<RelativePath>, recentDeletions: [Side: Int],
@@ -58,6 +59,17 @@ public func deletionsToHold(_ plan: Plan, tracked: Int, alreadyHeld: Set<Relativ
         } else {
             held += deletions.filter { alreadyHeld.contains($0.path) }
         }
+    }
+    // A folder whose content's deletion is held stays too: removing it would only fail
+    // ("not empty") and leave the folder in error until the user decides.
+    var holdingFolders = Set<RelativePath>()
+    for path in alreadyHeld.union(held.map(\.path)) {
+        var folder = path.parent
+        while !folder.isRoot, holdingFolders.insert(folder).inserted { folder = folder.parent }
+    }
+    let heldSoFar = Set(held.map(\.path))
+    for side in Side.allCases {
+        held += plan.deletions(on: side).filter { holdingFolders.contains($0.path) && !heldSoFar.contains($0.path) }
     }
     return (held, newlyHeldOn)
 }

@@ -17,17 +17,6 @@ extension SyncEngine {
         for side in newlyHeldOn {
             log.warning("holding \(plan.deletions(on: side).count) deletions in the \(side) folder (more than \(s.maxDeletePercent)% of \(tracked) synced entries): if the other folder was emptied by mistake, run 'nimbusctl revert-deletes'; to apply them, run 'nimbusctl confirm-deletes'")
         }
-        // A folder whose content's deletion is held stays too: removing it would only fail
-        // ("not empty") and leave the folder in error until the user decides.
-        var holdingFolders = Set<RelativePath>()
-        for path in alreadyHeld.union(held.map(\.path)) {
-            var folder = path.parent
-            while !folder.isRoot, holdingFolders.insert(folder).inserted { folder = folder.parent }
-        }
-        let heldSoFar = Set(held.map(\.path))
-        for side in Side.allCases {
-            held += plan.deletions(on: side).filter { holdingFolders.contains($0.path) && !heldSoFar.contains($0.path) }
-        }
         guard !held.isEmpty else { return plan }
         let filtered = withoutHeld(plan, held)
         state.withLock { s in
