@@ -217,6 +217,10 @@ extension DaemonArguments {
 
             With no options and no config file, nimbusd syncs \(local)
             with \(cloud), creating both folders.
+            A configured local folder is created (with its parents) when the pair never
+            synced; a configured cloud folder is never created: one that does not exist ends
+            a first pairing (exit 66), and a folder of a pair that synced before is waited for
+            (an unmounted disk comes back). One daemon per local folder.
             Options may be written --option VALUE or --option=VALUE.
 
             Options:
@@ -227,7 +231,10 @@ extension DaemonArguments {
             Files (instance "\(instance)"):
             \(columns(files))
 
-            Exit status: 0 on success, 64 for a usage error, 78 for a configuration error.
+            Exit status: 0 on success; 64 a usage error; 66 the cloud folder does not exist and
+            the pair never synced; 73 the state directory, journal, local folder or control
+            socket cannot be created; 75 another nimbusd syncs this local folder (it is named);
+            78 a configuration error (a folder that is a file included).
             See man nimbusd and man nimbus.conf; control a running daemon with nimbusctl (nimbusctl --help).
             """
     }

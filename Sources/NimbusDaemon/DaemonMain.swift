@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import NimbusCore
+import NimbusProtocol
 import NimbusSystem
 
 /// The daemon's life: resolve the configuration, start the pair, tell systemd, handle
@@ -44,7 +45,7 @@ public enum DaemonMain {
         return configuration
     }
 
-    static func runtimeOptions(_ c: Configuration) -> RuntimeOptions {
+    static func runtimeOptions(_ c: Configuration, environment: [String: String] = [:]) -> RuntimeOptions {
         var engine = EngineSettings(deviceName: c.deviceName)
         engine.maxDeletePercent = c.maxDeletePercent
         engine.versionRetention = c.versionRetention
@@ -62,6 +63,8 @@ public enum DaemonMain {
         options.quietPeriod = c.quietPeriod
         options.hydrateOnOpen = c.hydrateOnOpen
         options.openRateLimit = c.openRateLimit
+        options.socketPath = c.socketPath
+        options.servedDirectory = Locations.socketDirectory(environment: environment, uid: ProcessSupport.userID)
         return options
     }
 
@@ -70,7 +73,10 @@ public enum DaemonMain {
         let notifier = SystemdNotifier(environment: environment)
         let runtime: PairRuntime
         do {
-            runtime = try PairRuntime(options: runtimeOptions(configuration), log: log, notifier: notifier)
+            runtime = try PairRuntime(options: runtimeOptions(configuration, environment: environment), log: log, notifier: notifier)
+        } catch let problem as StartupProblem {
+            log.error("cannot start: \(problem)")
+            return problem.exitCode
         } catch {
             log.error("cannot start: \(error)")
             return 73  // EX_CANTCREAT: the state directory or journal could not be opened
@@ -79,7 +85,7 @@ public enum DaemonMain {
         let reloader = ConfigurationReloader(
             initial: configuration,
             load: { try reloadedConfiguration(arguments: arguments, environment: environment) },
-            apply: { runtime.reload(runtimeOptions($0)) })
+            apply: { runtime.reload(runtimeOptions($0, environment: environment)) })
         let server: ControlServer
         do {
             let context = ControlContext(runtime: runtime, instance: configuration.instance, localRoot: configuration.localRoot,

@@ -11,6 +11,10 @@ public struct RuntimeOptions: Sendable {
     /// The embedded default may create its folders; a configured root must exist already
     /// (creating a folder at an unmounted mount point would sync into the wrong disk).
     public var createMissingRoots = false
+    /// Where this daemon says which local folder it serves (pid and socket), so that a second
+    /// daemon on the same folder can name it; nil: not said.
+    public var servedDirectory: String?
+    public var socketPath: String?
     /// Network mounts get no inotify events for other machines' changes: poll instead.
     public var cloudPolls = false
     public var pollInterval: Int64 = 30_000_000_000
@@ -71,6 +75,8 @@ public final class PairRuntime: @unchecked Sendable {
     }
 
     let notifier: SystemdNotifier
+    /// Held while running: a second daemon on the same local folder refuses to start.
+    let rootLock: DirectoryLock?
     var nextWatchdog: Int64?
     var lastStatus = ""
 
@@ -79,17 +85,23 @@ public final class PairRuntime: @unchecked Sendable {
         self.log = log
         self.notifier = notifier
         openLimiter = RateLimiter(limit: options.openRateLimit)
-        for root in [options.localRoot, options.cloudRoot] where options.createMissingRoots {
-            try makeDirectories(SystemPath(root))
-        }
         try makeDirectories(SystemPath(options.stateDirectory), permissions: 0o700)
         let (store, records) = try JournalRecordStore.open(directory: SystemPath(options.stateDirectory).appending("journal"))
-        if records.isEmpty && !options.createMissingRoots {
-            // First pairing: nothing was synced, so a missing local folder cannot be mistaken
-            // for deleted files; create it. A missing cloud folder may be an unmounted mount
-            // point, so it is waited for instead.
-            try? makeDirectories(SystemPath(options.localRoot))
+        try StartupChecks.checkRoots(local: options.localRoot, cloud: options.cloudRoot, firstPairing: records.isEmpty,
+                                     createsMissing: options.createMissingRoots, kind: { try kindOfPath(SystemPath($0)) })
+        // The embedded default creates both folders. Otherwise the local one is created on the
+        // first pairing only: nothing was synced, so a missing local folder cannot be mistaken
+        // for deleted files. A missing cloud folder may be an unmounted mount point.
+        for root in [options.localRoot, options.cloudRoot]
+        where options.createMissingRoots || (records.isEmpty && root == options.localRoot) {
+            do {
+                try makeDirectories(SystemPath(root))
+            } catch {
+                throw StartupProblem(description: "cannot create the \(root == options.localRoot ? "local" : "cloud") folder \(root): \(error)",
+                                     exitCode: StartupProblem.cannotCreate)
+            }
         }
+        rootLock = try Self.lockLocalRoot(options)
         self.store = store
         log.info("journal: \(store.recoveryDescription); \(records.count) synced entries")
         let local = DiskFileSystem(root: SystemPath(options.localRoot), protectsOpenWriters: true)
@@ -118,6 +130,39 @@ public final class PairRuntime: @unchecked Sendable {
                 if send { notifier.watchdog() }
             }
         }
+    }
+
+    /// Locks the local folder (one daemon per folder) and says who holds it. A local folder
+    /// missing now (a pair synced before, its disk not mounted) is not locked: it is waited for.
+    static func lockLocalRoot(_ options: RuntimeOptions) throws -> DirectoryLock? {
+        let root = SystemPath(options.localRoot)
+        guard (try? kindOfPath(root)) == .directory else { return nil }
+        guard let lock = try DirectoryLock.acquire(root) else {
+            let identity = try? DirectoryLock.identity(of: root)
+            let holder = identity.flatMap { DirectoryLock.holder(device: $0.device, inode: $0.inode) }
+            var socket: String?
+            if let holder, let identity, let file = servedFile(options, device: identity.device, inode: identity.inode),
+               let text = try? String(contentsOfFile: file, encoding: .utf8) {
+                let lines = text.split(separator: "\n").map(String.init)
+                if lines.count >= 2, lines[0] == "\(holder)" { socket = lines[1] }
+            }
+            throw StartupChecks.alreadyServed(local: options.localRoot, holder: holder, socket: socket)
+        }
+        if let file = servedFile(options, device: lock.device, inode: lock.inode), let socket = options.socketPath {
+            try? makeDirectories(SystemPath(options.servedDirectory!), permissions: 0o700)
+            try? "\(ProcessInfo.processInfo.processIdentifier)\n\(socket)\n".write(toFile: file, atomically: true, encoding: .utf8)
+        }
+        return lock
+    }
+
+    static func servedFile(_ options: RuntimeOptions, device: UInt64, inode: UInt64) -> String? {
+        options.servedDirectory.map { $0 + "/served-\(device)-\(inode)" }
+    }
+
+    /// Forgets the note of which folder this daemon serves (at a clean stop).
+    func releaseRootLock() {
+        guard let lock = rootLock, let file = Self.servedFile(options, device: lock.device, inode: lock.inode) else { return }
+        try? FileManager.default.removeItem(atPath: file)
     }
 
     /// Reads `.nimbusignore` from the local root (gitignore syntax); problems are logged with
@@ -201,6 +246,7 @@ public final class PairRuntime: @unchecked Sendable {
         for watcher in watchers.values { watcher.close() }
         try? store.commit()
         try? store.close()
+        releaseRootLock()
     }
 
     public func stop() { inbox.post(.stop) }

@@ -20,3 +20,13 @@ extension FileDescriptor {
         FileMetadata(try Sys.fstatat(rawValue, path, 0))
     }
 }
+
+/// The kind of what `path` names, following symlinks; nil when nothing is there (ENOENT, or a
+/// component on the way that is not a folder).
+public func kindOfPath(_ path: SystemPath) throws -> FileKind? {
+    do {
+        return try FileDescriptor(rawValue: AT_FDCWD).metadataFollowingLinks(of: path).kind
+    } catch let error as Errno where error == .noSuchFile || error == .notDirectory {
+        return nil
+    }
+}

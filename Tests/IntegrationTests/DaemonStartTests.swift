@@ -1,0 +1,129 @@
+import Foundation
+import Glibc
+import Testing
+
+/// The daemon's start (issue #13): folders that can never work end it before READY with a
+/// clear message and a sysexits code; a second daemon on a served local folder refuses to
+/// start and names the first; a crashed daemon leaves no lock behind.
+@Suite(.timeLimit(.minutes(2)))
+struct DaemonStartTests {
+    /// Runs nimbusd with `arguments` until it exits (at most 20 s, else it is killed and the
+    /// test fails); its exit status and what it logged.
+    func runDaemon(_ arguments: [String], sandbox: String, environment: [String: String]) async throws -> (status: Int32, log: String) {
+        let logPath = sandbox + "/start-\(UUID().uuidString).log"
+        FileManager.default.createFile(atPath: logPath, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CtlHarness.nimbusd)
+        process.arguments = arguments
+        process.environment = environment
+        process.standardOutput = FileHandle(forWritingAtPath: logPath)
+        process.standardError = FileHandle(forWritingAtPath: logPath)
+        try process.run()
+        defer { process.killAndWait() }
+        let exited = try await process.exited(within: .seconds(20))
+        let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+        guard exited else { throw CtlFailure(description: "nimbusd kept running (it should have exited):\n\(log)") }
+        return (process.terminationStatus, log)
+    }
+
+    func sandbox() throws -> (root: String, environment: [String: String]) {
+        let root = try CtlHarness.temporaryDirectory()
+        var environment = ProcessInfo.processInfo.environment
+        environment["HOME"] = root
+        environment["XDG_CONFIG_HOME"] = root + "/config"
+        environment["XDG_RUNTIME_DIR"] = root
+        environment.removeValue(forKey: "NOTIFY_SOCKET")
+        return (root, environment)
+    }
+
+    func arguments(_ root: String, local: String, cloud: String, name: String = "d") -> [String] {
+        ["--local", local, "--cloud", cloud, "--state-dir", root + "/state-\(name)", "--socket", root + "/\(name).sock",
+         "--device-name", "test"]
+    }
+
+    @Test func aLocalFolderThatIsAFileIsAConfigurationError() async throws {
+        let (root, environment) = try sandbox()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        FileManager.default.createFile(atPath: root + "/notes.txt", contents: Data("x".utf8))
+        try FileManager.default.createDirectory(atPath: root + "/cloud", withIntermediateDirectories: true)
+        let (status, log) = try await runDaemon(arguments(root, local: root + "/notes.txt", cloud: root + "/cloud"),
+                                                sandbox: root, environment: environment)
+        #expect(status == 78, "EX_CONFIG: \(log)")
+        #expect(log.contains("the local folder \(root)/notes.txt is a file, not a folder"), "\(log)")
+        #expect(!log.contains("ready"), "\(log)")
+        let cloudFile = try await runDaemon(arguments(root, local: root + "/local", cloud: root + "/notes.txt", name: "e"),
+                                            sandbox: root, environment: environment)
+        #expect(cloudFile.status == 78, "\(cloudFile.log)")
+        #expect(cloudFile.log.contains("the cloud folder \(root)/notes.txt is a file, not a folder"), "\(cloudFile.log)")
+    }
+
+    @Test func aCloudFolderThatNeverExistedEndsTheFirstPairing() async throws {
+        let (root, environment) = try sandbox()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let (status, log) = try await runDaemon(arguments(root, local: root + "/local", cloud: root + "/mnt/typo"),
+                                                sandbox: root, environment: environment)
+        #expect(status == 66, "EX_NOINPUT: \(log)")
+        #expect(log.contains("the cloud folder \(root)/mnt/typo does not exist, and this pair never synced"), "\(log)")
+        #expect(!FileManager.default.fileExists(atPath: root + "/mnt/typo"), "a configured cloud folder is never created")
+    }
+
+    /// What the help says about folders is what the daemon does: a configured local folder is
+    /// created with its parents on the first pairing (a cloud folder never is: see above).
+    @Test func theHelpSaysWhichFoldersAreCreatedAndItIsSo() async throws {
+        let (root, environment) = try sandbox()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let help = try await runDaemon(["--help"], sandbox: root, environment: environment)
+        #expect(help.status == 0)
+        for text in ["A configured local folder is created (with its parents) when the pair never", "a configured cloud folder is never created",
+                     "66 the cloud folder does not exist", "73 the state directory, journal, local folder or control",
+                     "75 another nimbusd syncs this local folder"] {
+            #expect(help.log.contains(text), "\(text)\n\(help.log)")
+        }
+        try FileManager.default.createDirectory(atPath: root + "/cloud", withIntermediateDirectories: true)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CtlHarness.nimbusd)
+        process.arguments = arguments(root, local: root + "/new/deep/local", cloud: root + "/cloud")
+        process.environment = environment
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { process.killAndWait() }
+        try await CtlHarness.eventually("the local folder to be created") {
+            FileManager.default.fileExists(atPath: root + "/new/deep/local/.nimbus-root") ? nil : "not yet (\(process.exitDescription))"
+        }
+    }
+
+    @Test func aSecondDaemonOnAServedLocalFolderRefusesAndNamesTheFirst() async throws {
+        try await CtlDaemon.with { first in
+            let other = first.root + "/other-cloud"
+            try FileManager.default.createDirectory(atPath: other, withIntermediateDirectories: true)
+            let (status, log) = try await runDaemon(arguments(first.root, local: first.local, cloud: other, name: "second"),
+                                                    sandbox: first.root, environment: first.environment)
+            #expect(status == 75, "EX_TEMPFAIL: \(log)")
+            #expect(log.contains("the local folder \(first.local) is already synced by another nimbusd (pid "), "\(log)")
+            #expect(log.contains("socket \(first.socket))"), "\(log)")
+            #expect(!FileManager.default.fileExists(atPath: first.root + "/second.sock"), "it never served")
+
+            // The lock dies with its daemon, however it ends.
+            await first.terminate(signal: SIGKILL)
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: CtlHarness.nimbusd)
+            process.arguments = arguments(first.root, local: first.local, cloud: other, name: "third")
+            process.environment = first.environment
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            defer { process.killAndWait() }
+            // The local marker names the first cloud folder, so this pair halts (a problem of
+            // its own), but the daemon started: its socket answers.
+            try await CtlHarness.eventually("the third daemon to answer") {
+                guard process.isRunning else { return "exited: \(process.exitDescription)" }
+                let result = try await CtlHarness.blocking {
+                    try CtlHarness.run(CtlHarness.nimbusctl, ["--socket", first.root + "/third.sock", "--json", "status"],
+                                       environment: first.environment, currentDirectory: first.root, scratch: first.root)
+                }
+                return result.stdout.contains("\"phase\"") ? nil : "\(result)"
+            }
+        }
+    }
+}
