@@ -68,7 +68,7 @@ extension NimbusConnection {
 
     /// Kept previous versions of `path`, newest first.
     public func versions(of path: String) async throws -> [VersionInfo] {
-        try await call(.versions, PathParams(WirePath(path)), as: VersionsResult.self).versions
+        try await call(.versions, VersionsParams(path: WirePath(path)), as: VersionsResult.self).versions
     }
 
     /// Brings back `version` (default the newest) at `to` (default `path` itself).

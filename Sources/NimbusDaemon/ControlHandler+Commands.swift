@@ -54,13 +54,40 @@ extension ControlHandler {
         let path = try resolvePath(params.path, params.pathBytes, field: "path")
         let target = params.to == nil && params.toBytes == nil ? nil : try resolvePath(params.to, params.toBytes, field: "to")
         let engine = self.engine
-        try onEngine(request) {
+        let dryRun = params.dryRun ?? false
+        let body: @Sendable () throws -> RestoreResult = {
             do {
-                let version = try params.version ?? engine.versions(of: path).first?.id
-                let destination = try engine.restore(path, versionID: params.version, to: target)
-                return RestoreResult(path: WirePath(path), version: version ?? "", restoredTo: WirePath(destination))
+                let items = try engine.restorePlan(path, versionID: params.version, at: params.atNs, to: target)
+                if !dryRun { try engine.restore(items) }
+                let files = items.map {
+                    RestoredFile(path: WirePath($0.file), version: $0.version.id, size: $0.version.metadata.size,
+                                 restoredTo: WirePath($0.destination))
+                }
+                let single = items.count == 1 && items[0].file == path ? items[0] : nil
+                return RestoreResult(path: WirePath(path), version: single?.version.id ?? "", restoredTo: WirePath(target ?? path),
+                                     files: files, dryRun: dryRun)
             } catch {
                 throw Self.failure(error, path: path)
+            }
+        }
+        guard dryRun else { return try onEngine(request, body) }
+        // A dry run changes nothing: it may run while paused or halted.
+        let replier = try later(request)
+        context.runtime.perform { replier.answer(body) }
+    }
+
+    func prune(_ request: ControlRequest) throws {
+        let engine = self.engine
+        let replier = try later(request)
+        context.runtime.perform {
+            replier.answer {
+                guard let outcome = engine.pruneVersions() else {
+                    throw RPCError(.failed, "the versions store was not pruned", reason: "it could not be read (see the daemon's log)",
+                                   suggestion: "check that the cloud folder is there and readable, then try again")
+                }
+                let status = engine.status
+                return PruneResult(removed: outcome.removed, removedBytes: outcome.removedBytes,
+                                   versionsCount: status.versionsCount, versionsBytes: status.versionsBytes)
             }
         }
     }

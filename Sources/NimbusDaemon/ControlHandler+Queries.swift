@@ -16,6 +16,7 @@ extension ControlHandler {
         case .resolve: try resolve(request)
         case .versions: try versions(request)
         case .restore: try restore(request)
+        case .prune: try prune(request)
         case .pause, .resume: try pause(request, request.method == .pause)
         case .rescan: try rescan(request)
         case .confirmDeletes, .revertDeletes: try decideDeletes(request, confirm: request.method == .confirmDeletes)
@@ -171,15 +172,19 @@ extension ControlHandler {
     }
 
     func versions(_ request: ControlRequest) throws {
-        let params = try requiredParams(PathParams.self, request)
-        let path = try resolvePath(params.path, params.pathBytes, field: "path")
+        let params = try requiredParams(VersionsParams.self, request)
+        let all = params.all ?? false
+        let path = try resolvePath(params.path, params.pathBytes, field: "path", default: all ? .root : nil)
         let replier = try later(request)
         let engine = self.engine
         workers.run {
             replier.answer {
-                let versions = try engine.versions(of: path).map {
-                    VersionInfo(id: $0.id, size: $0.metadata.size, mtimeNs: $0.metadata.mtime)
-                }
+                let versions = all
+                    ? try engine.allVersions(under: path).map {
+                        VersionInfo(id: $0.version.id, size: $0.version.metadata.size, mtimeNs: $0.version.metadata.mtime,
+                                    path: WirePath($0.file))
+                    }
+                    : try engine.versions(of: path).map { VersionInfo(id: $0.id, size: $0.metadata.size, mtimeNs: $0.metadata.mtime) }
                 return VersionsResult(path: WirePath(path), versions: versions)
             }
         }

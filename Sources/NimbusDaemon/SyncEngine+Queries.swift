@@ -141,32 +141,4 @@ extension SyncEngine {
         if here != nil { try local.removeFile(copy) }
         setRecord(copy, nil)
     }
-
-    public func versions(of path: RelativePath) throws -> [VersionStore.Version] {
-        try VersionStore(device: settings.deviceName).versions(of: path, in: cloud)
-    }
-
-    /// Brings a version back into the cloud folder (at `target`, default its own path), from
-    /// where it syncs down like any change. What it replaces is itself kept as a version.
-    /// Runs on the engine thread.
-    public func restore(_ path: RelativePath, versionID: String?, to target: RelativePath?) throws -> RelativePath {
-        let all = try versions(of: path)
-        guard let version = versionID.map({ id in all.first { $0.id == id } }) ?? all.first else {
-            throw EngineRequestError(kind: .notFound, message: versionID == nil ? "\(path) has no kept versions"
-                                                                                 : "\(path) has no version \(versionID!)")
-        }
-        let destination = target ?? path
-        if let existing = try cloud.metadata(of: destination) {
-            guard existing.kind != .directory else {
-                throw EngineRequestError(kind: .invalidArgument, message: "\(destination) is a folder; restore to another path with --to")
-            }
-            try removeKeepingVersion(destination, on: .cloud)
-        }
-        try makeDirectories(destination.parent, in: cloud)
-        // Copy rather than move, so the version stays available.
-        let prepared = try cloud.prepareCopy(of: version.location, from: cloud, expected: version.metadata, durable: true) { _ in }
-        _ = try cloud.install(prepared, at: destination, replacing: nil, displacedTo: nil, durable: true)
-        sync([destination])
-        return destination
-    }
 }

@@ -48,11 +48,41 @@ public struct VersionInfo: Codable, Sendable, Hashable {
     /// The version's own modification time (when its content was written).
     public var mtime: String
     public var mtimeNs: Int64
-    public init(id: String, size: Int64, mtimeNs: Int64) {
+    /// With `all`: the file it is a version of.
+    public var path: String?
+    public var pathBytes: String?
+    public init(id: String, size: Int64, mtimeNs: Int64, path: WirePath? = nil) {
         self.id = id
         self.size = size
         self.mtime = WireTime.rfc3339(nanoseconds: mtimeNs)
         self.mtimeNs = mtimeNs
+        (self.path, self.pathBytes) = path?.fields ?? (nil, nil)
+    }
+}
+
+/// `versions`: `path` (a file), or with `all` every version kept, of every file at or below
+/// `path` (default the whole folder).
+public struct VersionsParams: Codable, Sendable, Equatable {
+    public var path: String?
+    public var pathBytes: String?
+    public var all: Bool?
+    public init(path: WirePath?, all: Bool? = nil) {
+        (self.path, self.pathBytes) = path?.fields ?? (nil, nil)
+        self.all = all
+    }
+}
+
+/// `prune`: what the retention schedule and size limit removed now, and what is left.
+public struct PruneResult: Codable, Sendable, Equatable {
+    public var removed: Int
+    public var removedBytes: Int64
+    public var versionsCount: Int
+    public var versionsBytes: Int64
+    public init(removed: Int, removedBytes: Int64, versionsCount: Int, versionsBytes: Int64) {
+        self.removed = removed
+        self.removedBytes = removedBytes
+        self.versionsCount = versionsCount
+        self.versionsBytes = versionsBytes
     }
 }
 
@@ -75,10 +105,17 @@ public struct RestoreParams: Codable, Sendable, Equatable {
     /// Where to put it; default `path` itself (what is there is kept as a version first).
     public var to: String?
     public var toBytes: String?
-    public init(path: WirePath, version: String? = nil, to: WirePath? = nil) {
+    /// As of this time (wall ns): each file's content at that time, from the version that
+    /// replaced it first after it. Default: the newest version.
+    public var atNs: Int64?
+    /// Only say what would be restored (`files`); change nothing.
+    public var dryRun: Bool?
+    public init(path: WirePath, version: String? = nil, to: WirePath? = nil, atNs: Int64? = nil, dryRun: Bool? = nil) {
         (self.path, self.pathBytes) = path.fields
         self.version = version
         (self.to, self.toBytes) = to?.fields ?? (nil, nil)
+        self.atNs = atNs
+        self.dryRun = dryRun
     }
 }
 
@@ -88,9 +125,30 @@ public struct RestoreResult: Codable, Sendable, Equatable {
     public var version: String
     public var restoredTo: String
     public var restoredToBytes: String?
-    public init(path: WirePath, version: String, restoredTo: WirePath) {
+    /// Every file restored (or, with `dryRun`, that would be): one for a file, each file of
+    /// a folder.
+    public var files: [RestoredFile]
+    public var dryRun: Bool
+    public init(path: WirePath, version: String, restoredTo: WirePath, files: [RestoredFile], dryRun: Bool) {
         (self.path, self.pathBytes) = path.fields
         self.version = version
+        (self.restoredTo, self.restoredToBytes) = restoredTo.fields
+        self.files = files
+        self.dryRun = dryRun
+    }
+}
+
+public struct RestoredFile: Codable, Sendable, Hashable {
+    public var path: String
+    public var pathBytes: String?
+    public var version: String
+    public var size: Int64
+    public var restoredTo: String
+    public var restoredToBytes: String?
+    public init(path: WirePath, version: String, size: Int64, restoredTo: WirePath) {
+        (self.path, self.pathBytes) = path.fields
+        self.version = version
+        self.size = size
         (self.restoredTo, self.restoredToBytes) = restoredTo.fields
     }
 }

@@ -3,7 +3,7 @@ import NimbusCore
 /// The methods of the control protocol (DESIGN §7). PROTOCOL.md documents each with an
 /// example; its field tables are the contract for scripts.
 public enum ControlMethod: String, CaseIterable, Sendable, Codable {
-    case hello, status, list, stat, download, evict, pin, unpin, conflicts, resolve, versions, restore
+    case hello, status, list, stat, download, evict, pin, unpin, conflicts, resolve, versions, restore, prune
     case pause, resume, rescan, confirmDeletes, revertDeletes, watch, locks, reload, acquire, release
 }
 

@@ -58,6 +58,21 @@ struct FormattingTests {
         #expect(StateSymbol.legend.contains("☁ notDownloaded"))
         #expect(StateSymbol.words("downloaded") == "in sync")
     }
+
+    @Test func timesOfTheCommandLine() {
+        let now = 1_700_000_000.0
+        #expect(Format.parseTime("2h", now: now, utcOffsetSeconds: 0) == Int64(now - 7200) * 1_000_000_000)
+        #expect(Format.parseTime("30min", now: now, utcOffsetSeconds: 0) == Int64(now - 1800) * 1_000_000_000)
+        #expect(Format.parseTime("3d", now: now, utcOffsetSeconds: 0) == Int64(now - 3 * 86_400) * 1_000_000_000)
+        #expect(Format.parseTime("1970-01-02", now: now, utcOffsetSeconds: 0) == 86_400_000_000_000)
+        #expect(Format.parseTime("2023-11-14T22:13:20Z", now: now, utcOffsetSeconds: 3600) == 1_700_000_000_000_000_000)
+        #expect(Format.parseTime("2023-11-14 23:13:20", now: now, utcOffsetSeconds: 3600) == 1_700_000_000_000_000_000,
+                "local time is UTC + offset")
+        #expect(Format.parseTime("2023-11-14 23:13", now: now, utcOffsetSeconds: 3600) == 1_699_999_980_000_000_000)
+        for bad in ["yesterday", "2023-13-01", "2023-11-14 25:00", "", "2h30", "14:30", "2023-1-5"] {
+            #expect(Format.parseTime(bad, now: now, utcOffsetSeconds: 0) == nil, "\(bad)")
+        }
+    }
 }
 
 struct TableTests {

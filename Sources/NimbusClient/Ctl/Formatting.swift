@@ -75,6 +75,51 @@ enum Format {
 
     static func twoDigits(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
 
+    /// A time given on the command line (`restore --at`), in ns since 1970: "2024-03-01",
+    /// "2024-03-01 14:30[:05]" or "2024-03-01T14:30[:05]" in local time, the same ending in
+    /// "Z" in UTC, or how long ago: "90s", "30min", "2h", "3d". Nil when it is none of these.
+    static func parseTime(_ text: String, now: Double, utcOffsetSeconds: Int) -> Int64? {
+        let trimmed = trimmedOfSpaces(text)
+        let units: [(String, Int64)] = [("min", 60), ("s", 1), ("m", 60), ("h", 3600), ("d", 86_400), ("w", 604_800)]
+        for (unit, seconds) in units where trimmed.hasSuffix(unit) {
+            let number = trimmedOfSpaces(String(trimmed.dropLast(unit.count)))
+            guard let value = Int64(number), value >= 0 else { continue }
+            return Int64(now * 1e9) - value * seconds * 1_000_000_000
+        }
+        var rest = Substring(trimmed)
+        let utc = rest.hasSuffix("Z")
+        if utc { rest = rest.dropLast() }
+        let parts = rest.split(whereSeparator: { $0 == " " || $0 == "T" })
+        guard (1...2).contains(parts.count) else { return nil }
+        let date = parts[0].split(separator: "-", omittingEmptySubsequences: false).map { Int64($0) }
+        guard date.count == 3, let year = date[0], let month = date[1], let day = date[2],
+              (1...12).contains(month), (1...31).contains(day), parts[0].count == 10 else { return nil }
+        var clock: [Int64] = [0, 0, 0]
+        if parts.count == 2 {
+            let fields = parts[1].split(separator: ":", omittingEmptySubsequences: false).map { Int64($0) }
+            guard (2...3).contains(fields.count), fields.allSatisfy({ $0 != nil }) else { return nil }
+            for (index, field) in fields.enumerated() { clock[index] = field! }
+            guard clock[0] < 24, clock[1] < 60, clock[2] < 61 else { return nil }
+        }
+        let days = daysFromCivil(year: year, month: month, day: day)
+        let seconds = days * 86_400 + clock[0] * 3600 + clock[1] * 60 + clock[2] - (utc ? 0 : Int64(utcOffsetSeconds))
+        return seconds * 1_000_000_000
+    }
+
+    static func trimmedOfSpaces(_ text: String) -> String {
+        String(text.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
+    }
+
+    /// Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).
+    static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+
     /// "52%" for 0.52; clamped to 0…100.
     static func percent(_ fraction: Double) -> String {
         "\(Int((min(max(fraction, 0), 1) * 100).rounded(.down)))%"

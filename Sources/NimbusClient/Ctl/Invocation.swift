@@ -30,8 +30,11 @@ enum Command: Equatable, Sendable {
     case unpin(paths: [String])
     case conflicts
     case resolve(path: String, keep: String)
-    case versions(path: String)
-    case restore(path: String, version: String?, to: String?)
+    /// `versions PATH`, or `versions --all [PATH]`: every version kept (below PATH).
+    case versions(path: String?, all: Bool)
+    /// `restore PATH [--version ID] [--to PATH] [--at TIME] [--dry-run]`: a file or a folder.
+    case restore(path: String, version: String?, to: String?, at: String? = nil, dryRun: Bool = false)
+    case prune
     case pause
     case resume
     case rescan
@@ -82,8 +85,10 @@ extension Command {
         case "unpin": self = .unpin(paths: p)
         case "conflicts": self = .conflicts
         case "resolve": self = .resolve(path: words.first, keep: words.value("keep")!)
-        case "versions": self = .versions(path: words.first)
-        case "restore": self = .restore(path: words.first, version: words.value("version"), to: words.value("to"))
+        case "versions": self = .versions(path: p.first, all: words.flag("all"))
+        case "restore": self = .restore(path: words.first, version: words.value("version"), to: words.value("to"),
+                                        at: words.value("at"), dryRun: words.flag("dry-run"))
+        case "prune": self = .prune
         case "pause": self = .pause
         case "resume": self = .resume
         case "rescan": self = .rescan

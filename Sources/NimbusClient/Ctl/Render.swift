@@ -150,6 +150,43 @@ enum Render {
         return table.render(color: c.color) + "\n\nRestore one with: " + c.command("restore", path, "--version", "VERSION")
     }
 
+    /// Every version kept (`versions --all`): file, version, size, when written; then the total.
+    static func allVersions(_ versions: [VersionInfo], under folder: String, _ c: RenderContext) -> String {
+        let place = folder.isEmpty ? "" : " in \(folder)"
+        guard !versions.isEmpty else { return "No previous versions are kept\(place)." }
+        var table = Table([.left, .left, .right, .left])
+        table.add([Table.Cell("FILE", .dim), Table.Cell("VERSION", .dim), Table.Cell("SIZE", .dim), Table.Cell("MODIFIED", .dim)])
+        for version in versions {
+            table.add([Table.Cell(version.path ?? "?"), Table.Cell(version.id), Table.Cell(Format.size(version.size)),
+                       Table.Cell(c.localDateTime(version.mtimeNs))])
+        }
+        let files = Set(versions.map { $0.path ?? "" }).count
+        let total = versions.reduce(Int64(0)) { $0 + $1.size }
+        return table.render(color: c.color) + "\n\n" + Format.count(versions.count, "version") + " of "
+            + Format.count(files, "file") + place + ", " + Format.size(total) + ". Restore one with: " + c.program
+            + " restore FILE --version VERSION"
+    }
+
+    /// What `restore` brought back, or would (`--dry-run`).
+    static func restored(_ r: RestoreResult, _ c: RenderContext) -> String {
+        if r.files.count == 1, r.files[0].path == r.path {
+            let file = r.files[0]
+            return (r.dryRun ? "Would restore" : "Restored") + " version \(file.version) of \(r.path)"
+                + (file.restoredTo == r.path ? "" : " as \(file.restoredTo)")
+                + (r.dryRun ? "." : ". It is in the cloud folder now and syncs here like any change.")
+        }
+        guard !r.files.isEmpty else { return "Nothing to restore in \(r.path): every file is as it was then." }
+        var table = Table([.left, .right, .left])
+        for file in r.files {
+            table.add([Table.Cell(file.restoredTo), Table.Cell(Format.size(file.size)), Table.Cell("version \(file.version)", .dim)])
+        }
+        let head = (r.dryRun ? "Would restore " : "Restored ") + Format.count(r.files.count, "file") + " of \(r.path)"
+            + (r.restoredTo == r.path ? "" : " into \(r.restoredTo)") + ":"
+        let tail = r.dryRun ? "\n\nNothing was changed. Restore them with the same command without --dry-run."
+                            : "\n\nThey are in the cloud folder now and sync here like any change."
+        return head + "\n" + table.render(color: c.color) + tail
+    }
+
     // MARK: watch
 
     /// One line per event; nil for notifications shown otherwise (progress) or unknown.

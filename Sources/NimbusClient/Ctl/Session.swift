@@ -1,3 +1,4 @@
+import NimbusCore
 import NimbusProtocol
 
 /// Runs one command against a connected daemon and prints the outcome. Returns the exit
@@ -40,19 +41,35 @@ struct Session: Sendable {
             let params = ResolveParams(path: WirePath(relative), keep: keep)
             let (result, raw) = try await connection.callBoth(.resolve, params, as: ResolveResult.self)
             emit(raw) { resolvedText(result) }
-        case .versions(let path):
-            let relative = try resolver.protocolPath(path)
-            let (result, raw) = try await connection.callBoth(.versions, PathParams(WirePath(relative)), as: VersionsResult.self)
-            emit(raw) { Render.versions(result.versions, of: result.path, context) }
-        case let .restore(path, version, target):
+        case let .versions(path, all):
+            guard all || path != nil else {
+                throw UsageError(message: "missing PATH for 'nimbusctl versions'", reason: "give the file, or --all for every version kept",
+                                 suggestion: "nimbusctl versions notes.txt, or nimbusctl versions --all")
+            }
+            let relative = try path.map { try resolver.protocolPath($0) }
+            let params = VersionsParams(path: relative.map { WirePath($0) }, all: all ? true : nil)
+            let (result, raw) = try await connection.callBoth(.versions, params, as: VersionsResult.self)
+            emit(raw) { all ? Render.allVersions(result.versions, under: result.path, context) : Render.versions(result.versions, of: result.path, context) }
+        case let .restore(path, version, target, at, dryRun):
             let relative = try resolver.protocolPath(path)
             let destination = try target.map { WirePath(try resolver.protocolPath($0)) }
-            let params = RestoreParams(path: WirePath(relative), version: version, to: destination)
+            let time = try at.map { text in
+                guard let ns = Format.parseTime(text, now: context.now, utcOffsetSeconds: context.utcOffsetSeconds) else {
+                    throw UsageError(message: "cannot read the time '\(text)' of --at",
+                                     reason: "expected a date and time such as 2024-03-01 14:30 (local time), 2024-03-01T14:30:00Z (UTC), or how long ago such as 2h, 30min, 3d",
+                                     suggestion: "nimbusctl restore \(ShellWord.quote(path)) --at '2024-03-01 14:30'")
+                }
+                return ns
+            }
+            let params = RestoreParams(path: WirePath(relative), version: version, to: destination, atNs: time, dryRun: dryRun ? true : nil)
             let (result, raw) = try await connection.callBoth(.restore, params, as: RestoreResult.self)
+            emit(raw) { Render.restored(result, context) }
+        case .prune:
+            let (result, raw) = try await connection.callBoth(.prune, NoParams(), as: PruneResult.self)
             emit(raw) {
-                "Restored version \(result.version) of \(result.path)"
-                    + (result.restoredTo == result.path ? "" : " as \(result.restoredTo)")
-                    + ". It is in the cloud folder now and syncs here like any change."
+                (result.removed == 0 ? "Nothing to prune" : "Removed " + Format.count(result.removed, "old version") + " ("
+                    + Format.size(result.removedBytes) + ")") + "; " + Format.count(result.versionsCount, "version")
+                    + " kept (" + Format.size(result.versionsBytes) + ")."
             }
         case .pause:
             let (_, raw) = try await connection.callBoth(.pause, NoParams(), as: PauseResult.self)

@@ -1,0 +1,86 @@
+import Testing
+import NimbusCore
+import NimbusSimulation
+import NimbusSystem
+@testable import NimbusDaemon
+
+/// The versions store in a whole engine (issue #13): thinning by the schedule, the size
+/// limit, the count for `status`, and restoring a deleted folder as of a time.
+@Suite struct VersionStoreTests {
+    static let minute: Int64 = 60_000_000_000
+
+    @Test func appendsAreThinnedByTheScheduleAndCountedForStatus() throws {
+        let pair = Pair()
+        try pair.local.write(rp("log.txt"), Array("0".utf8))
+        pair.engine.start()
+        var text = "0"
+        for i in 1...20 {
+            pair.clock.advance(by: 2 * Self.minute)
+            text += "\(i % 10)"
+            try pair.local.write(rp("log.txt"), Array(text.utf8))
+            pair.sync()
+        }
+        #expect(try pair.engine.versions(of: rp("log.txt")).count == 20)
+        #expect(pair.engine.status.versionsCount == 20, "each version is counted as it is kept")
+        pair.engine.pruneVersions()
+        #expect(try pair.engine.versions(of: rp("log.txt")).count == 20, "every version of the last hour stays")
+        pair.clock.advance(by: 3 * VersionRetention.hour)
+        let outcome = pair.engine.pruneVersions()
+        // 40 minutes of versions, 3 hours old: one an hour is kept, the newest.
+        let kept = try pair.engine.versions(of: rp("log.txt"))
+        #expect(kept.count == 1 && outcome?.removed == 19, "\(kept.map(\.id))")
+        #expect(kept.first?.metadata.size == 20, "the newest version is the one kept")
+        #expect(pair.engine.status.versionsCount == 1 && pair.engine.status.versionsBytes == 20)
+    }
+
+    @Test func theSizeLimitRemovesTheOldestFirst() throws {
+        let pair = Pair { $0.versionsMaxBytes = 10 }
+        try pair.local.write(rp("a"), Array("v0".utf8))
+        pair.engine.start()
+        for i in 1...5 {
+            try pair.local.write(rp("a"), Array("v\(i)".utf8) + [UInt8(ascii: "!"), UInt8(ascii: "!")])
+            pair.sync()
+        }
+        #expect(try pair.engine.versions(of: rp("a")).count == 5)
+        pair.engine.pruneVersions()
+        let kept = try pair.engine.versions(of: rp("a"))
+        #expect(kept.count == 2, "two versions of 4 bytes fit in 10: \(kept.map(\.id))")
+        #expect(pair.engine.status.versionsBytes <= 10)
+    }
+
+    @Test func aDeletedFolderComesBackAsOfATime() throws {
+        let pair = Pair()
+        try pair.local.write(rp("docs/a.txt"), Array("a1".utf8))
+        try pair.local.write(rp("docs/sub/b.txt"), Array("b1".utf8))
+        pair.engine.start()
+        pair.clock.advance(by: 10 * Self.minute)
+        let beforeEdit = pair.clock.wallNow
+        pair.clock.advance(by: 10 * Self.minute)
+        try pair.local.write(rp("docs/a.txt"), Array("a2, longer".utf8))
+        pair.sync()
+        pair.clock.advance(by: 10 * Self.minute)
+        let afterEdit = pair.clock.wallNow
+        pair.clock.advance(by: 10 * Self.minute)
+        for path in ["docs/sub/b.txt", "docs/a.txt"] { try pair.local.removeFile(rp(path)) }
+        for path in ["docs/sub", "docs"] { try pair.local.removeDirectory(rp(path)) }
+        pair.sync()
+        #expect(pair.content(pair.cloud, "docs/a.txt") == nil, "the folder is gone from the cloud too")
+        #expect(try pair.engine.versions(of: rp("docs")).isEmpty, "a folder has no versions of its own")
+
+        let newest = try pair.engine.restorePlan(rp("docs"), versionID: nil, at: nil, to: nil)
+        #expect(newest.map(\.destination) == [rp("docs/a.txt"), rp("docs/sub/b.txt")])
+        #expect(newest.map(\.version.metadata.size) == [10, 2])
+        let older = try pair.engine.restorePlan(rp("docs"), versionID: nil, at: beforeEdit, to: nil)
+        #expect(older.map(\.version.metadata.size) == [2, 2], "as of before the edit, a.txt held a1")
+        let elsewhere = try pair.engine.restorePlan(rp("docs"), versionID: nil, at: afterEdit, to: rp("docs-then"))
+        #expect(elsewhere.map(\.destination) == [rp("docs-then/a.txt"), rp("docs-then/sub/b.txt")])
+
+        try pair.engine.restore(older)
+        pair.sync()
+        #expect(pair.content(pair.local, "docs/a.txt") == "a1")
+        #expect(pair.content(pair.local, "docs/sub/b.txt") == "b1")
+        #expect(try pair.engine.restorePlan(rp("docs"), versionID: nil, at: beforeEdit, to: nil).isEmpty,
+                "what is there already is not restored again")
+        #expect(throws: EngineRequestError.self) { try pair.engine.restorePlan(rp("nothing"), versionID: nil, at: nil, to: nil) }
+    }
+}
