@@ -15,14 +15,15 @@ extension ControlMethod {
         switch self {
         case .hello: return ["versions", "client"]
         case .list: return path + ["recursive", "state", "limit", "cursor"]
-        case .stat, .evict, .pin, .unpin, .versions: return path
+        case .stat, .evict, .pin, .unpin: return path
+        case .versions: return path + ["all"]
         case .download: return path + ["wait"]
         case .resolve: return path + ["keep"]
-        case .restore: return path + ["version", "to", "toBytes"]
+        case .restore: return path + ["version", "to", "toBytes", "atNs", "dryRun"]
         case .watch: return ["progress"]
         case .acquire: return path + ["mode", "timeoutSeconds"]
         case .release: return ["lease"]
-        case .status, .conflicts, .pause, .resume, .rescan, .confirmDeletes, .revertDeletes, .locks, .reload: return []
+        case .status, .conflicts, .pause, .resume, .rescan, .confirmDeletes, .revertDeletes, .locks, .reload, .prune: return []
         }
     }
 }

@@ -135,8 +135,10 @@ import Testing
         download.pathBytes = "YQ=="
         var resolve = ResolveParams(path: path, keep: "both")
         resolve.pathBytes = "YQ=="
-        var restore = RestoreParams(path: path, version: "v", to: path)
+        var restore = RestoreParams(path: path, version: "v", to: path, atNs: 1, dryRun: true)
         (restore.pathBytes, restore.toBytes) = ("YQ==", "YQ==")
+        var versions = VersionsParams(path: path, all: true)
+        versions.pathBytes = "YQ=="
         var acquire = AcquireParams(path: path, mode: "shared", timeoutSeconds: 1)
         acquire.pathBytes = "YQ=="
         for method in ControlMethod.allCases {
@@ -144,14 +146,15 @@ import Testing
             switch method {
             case .hello: expected = try members(HelloParams(versions: [1], client: "c"))
             case .list: expected = try members(full)
-            case .stat, .evict, .pin, .unpin, .versions: expected = try members(pathOnly)
+            case .stat, .evict, .pin, .unpin: expected = try members(pathOnly)
+            case .versions: expected = try members(versions)
             case .download: expected = try members(download)
             case .resolve: expected = try members(resolve)
             case .restore: expected = try members(restore)
             case .watch: expected = try members(WatchParams(progress: true))
             case .acquire: expected = try members(acquire)
             case .release: expected = try members(ReleaseParams(lease: 1))
-            case .status, .conflicts, .pause, .resume, .rescan, .confirmDeletes, .revertDeletes, .locks, .reload: expected = []
+            case .status, .conflicts, .pause, .resume, .rescan, .confirmDeletes, .revertDeletes, .locks, .reload, .prune: expected = []
             }
             #expect(method.parameterNames.sorted() == expected, "\(method)")
         }
