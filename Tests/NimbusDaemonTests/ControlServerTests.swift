@@ -22,6 +22,7 @@ import Testing
             (.resolve, #"{"path":"a.txt","keep":"both"}"#, "not_in_conflict"),
             (.versions, #"{"path":"a.txt"}"#, nil),
             (.restore, #"{"path":"a.txt"}"#, "not_found"),
+            (.prune, nil, nil),
             (.pause, nil, nil),
             (.rescan, nil, "paused"),
             (.resume, nil, nil),
