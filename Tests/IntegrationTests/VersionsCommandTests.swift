@@ -46,7 +46,7 @@ struct VersionsCommandTests {
                 let restored = try await d.ctl(["--json", "restore", "docs", "--at", isoUTC(stamp)])
                 #expect(restored.status == 0, "\(restored)")
                 #expect((try restored.json()["files"] as? [Any])?.count == 2, "\(restored)")
-                try await CtlHarness.eventually("the folder to come back here") {
+                try await CtlHarness.eventually("the folder to come back here", timeout: .seconds(60)) {
                     d.read("docs/a.txt") == "a1" && d.read("docs/sub/b c.txt") == "b1" ? nil : "not yet"
                 }
                 let newest = try await d.ctl(["restore", "docs", "--dry-run"])
