@@ -39,7 +39,7 @@ public enum Change: Hashable, Sendable {
     case deleted
     /// Content, kind or link target changed.
     case modified
-    /// Only the permission bits changed.
+    /// Only the permission bits changed (for a symlink: its modification time).
     case attributes
 
     public var isChange: Bool { self != .unchanged }
@@ -56,6 +56,9 @@ public enum Change: Hashable, Sendable {
             if b.kind == .file && (b.size != c.size || b.mtime != c.mtime || b.inode != c.inode) { return .modified }
             if b.kind == .directory && b.inode != c.inode { return .modified }
             if b.mode != c.mode && b.kind != .symlink { return .attributes }
+            // A symlink's own time (`touch -h`) is synced like a mode; a folder's changes with
+            // every entry added or removed, and follows its contents instead.
+            if b.kind == .symlink && b.mtime != c.mtime { return .attributes }
             return .unchanged
         }
     }

@@ -17,7 +17,8 @@ public enum Action: Hashable, Sendable {
     /// (nil: the path must not exist).
     case copy(RelativePath, to: Side, source: FileMetadata, replacing: FileMetadata?)
     case makeSymlink(RelativePath, on: Side, source: FileMetadata, replacing: FileMetadata?)
-    /// Only the permission bits differ: apply `source`'s mode on `side`.
+    /// Only the permission bits differ (for a symlink: its modification time): apply
+    /// `source`'s on `side`.
     case setMode(RelativePath, on: Side, source: FileMetadata, expected: FileMetadata)
     /// Both sides already agree: record them as the new base.
     case record(RelativePath, local: FileMetadata, cloud: FileMetadata, hash: ContentHash?)

@@ -255,7 +255,7 @@ struct Reconciler {
 
     /// Both sides agree on content: record them, after aligning modes (local wins those).
     mutating func agree(_ path: RelativePath, local l: FileMetadata, cloud c: FileMetadata, hash: ContentHash?) {
-        if l.mode != c.mode && l.kind != .symlink {
+        if (l.mode != c.mode && l.kind != .symlink) || (l.kind == .symlink && l.mtime != c.mtime) {
             creations.append(.setMode(path, on: .cloud, source: l, expected: c))
         } else {
             records.append(.record(path, local: l, cloud: c, hash: hash))

@@ -61,6 +61,7 @@ extension SyncEngine {
             }
         }
         if let batch, !batch.isEmpty { installBatch(batch, again: &again) }
+        alignFolderTimes(plan)
         for conflict in plan.conflicts {
             updateRecord(conflict.path) { $0.conflictCopy = conflict.conflictCopy }
             publishState(of: conflict.path)
@@ -110,10 +111,13 @@ extension SyncEngine {
                 try removeKeepingVersion(path, on: side)
             }
             try system(side).makeSymlink(path, target: source.symlinkTarget ?? [])
+            // Its own time, as `cp -a` keeps it (utimensat with AT_SYMLINK_NOFOLLOW).
+            try system(side).setAttributes(path, mode: nil, mtime: source.mtime)
             try recordWrite(path, on: side, source: source)
         case .setMode(let path, let side, let source, let expected):
             try expect(path, on: side, expected)
-            try system(side).setAttributes(path, mode: source.mode, mtime: nil)
+            let isSymlink = source.kind == .symlink
+            try system(side).setAttributes(path, mode: isSymlink ? nil : source.mode, mtime: isSymlink ? source.mtime : nil)
             try recordWrite(path, on: side, source: source)
         case .record(let path, let l, let c, let hash):
             let base = BaseEntry(local: l, cloud: c, hash: hash, isAmbiguous: isFresh(l))
@@ -240,6 +244,31 @@ extension SyncEngine {
     /// program's later writes would go to a file without a name.
     func ensureNotOpenForWriting(_ path: RelativePath) throws {
         if local.isOpenForWriting(path) { throw CopyError.destinationInUse(path) }
+    }
+
+    /// Folders keep their modification times (issue #13): a folder written into on one side
+    /// takes the time of the same folder on the other side, once its contents are written
+    /// (deepest first; setting a folder's time does not change its parent's). A folder
+    /// written into on both sides in the same plan is left as it is.
+    func alignFolderTimes(_ plan: Plan) {
+        var written: [Side: Set<RelativePath>] = [.local: [], .cloud: []]
+        for action in plan.actions {
+            guard let side = action.side else { continue }
+            if case .makeDirectory(let path, _, _) = action { written[side]!.insert(path) }
+            for path in action.lockedPaths where !path.parent.isRoot { written[side]!.insert(path.parent) }
+        }
+        for side in Side.allCases {
+            for folder in written[side]!.sorted(by: { $0.depth > $1.depth }) where !written[side.other]!.contains(folder) {
+                guard let here = try? system(side).metadata(of: folder), here.kind == .directory,
+                      let there = try? system(side.other).metadata(of: folder), there.kind == .directory,
+                      here.mtime != there.mtime else { continue }
+                do {
+                    try system(side).setAttributes(folder, mode: nil, mtime: there.mtime)
+                } catch {
+                    log.debug("cannot set the time of \(folder) in the \(side) folder: \(error)")
+                }
+            }
+        }
     }
 
     func makeDirectories(_ path: RelativePath, in fs: FS) throws {

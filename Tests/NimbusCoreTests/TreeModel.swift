@@ -11,12 +11,12 @@ struct Node: Hashable {
     var target: [UInt8]? = nil
 
     var metadata: FileMetadata {
-        FileMetadata(kind: kind, size: kind == .file ? Int64(content % 5) : 0, mtime: kind == .file ? mtime : 7,
+        FileMetadata(kind: kind, size: kind == .file ? Int64(content % 5) : 0, mtime: kind == .directory ? 7 : mtime,
                      mode: mode, inode: inode, symlinkTarget: target)
     }
 
     /// What must be equal on both sides once synced.
-    var syncedValue: String { "\(kind) \(kind == .file ? content : 0) \(mode) \(target ?? [])" }
+    var syncedValue: String { "\(kind) \(kind == .file ? content : 0) \(mode) \(target ?? []) \(kind == .symlink ? mtime : 0)" }
 }
 
 struct Tree {
@@ -111,10 +111,15 @@ struct PlanApplier {
             try create(path, on: side, node, replacing: replacing)
         case .makeSymlink(let path, let side, let source, let replacing):
             try expect(path, on: side.other, source)
-            try create(path, on: side, Node(kind: .symlink, inode: 0, target: source.symlinkTarget), replacing: replacing)
+            try create(path, on: side, Node(kind: .symlink, inode: 0, mtime: source.mtime, target: source.symlinkTarget),
+                       replacing: replacing)
         case .setMode(let path, let side, let source, let expected):
             try expect(path, on: side, expected)
-            self[side].nodes[path]!.mode = source.mode
+            if source.kind == .symlink {
+                self[side].nodes[path]!.mtime = source.mtime  // a symlink's time, as the daemon sets it
+            } else {
+                self[side].nodes[path]!.mode = source.mode
+            }
             refreshBase(path)
         case .record(let path, let l, let c, let hash):
             try expect(path, on: .local, l)
