@@ -1,4 +1,5 @@
 import FoundationEssentials
+import NimbusCore
 import NimbusProtocol
 
 /// Everything that can go wrong when talking to the daemon. Like the daemon's own errors,
@@ -87,7 +88,8 @@ public enum NimbusClientError: Error, Sendable, Equatable {
         case .instance(let name):
             "start it with 'systemctl --user start nimbusd@\(name)', or run 'nimbusd --instance \(name)' in a terminal"
         case .socket:
-            "start it with 'systemctl --user start nimbusd' or run 'nimbusd --socket \(socketPath)'; check that --socket names the daemon's socket"
+            "start it with 'systemctl --user start nimbusd' or run " + ShellWord.command(["nimbusd", "--socket", socketPath])
+                + "; check that --socket names the daemon's socket"
         }
     }
 }

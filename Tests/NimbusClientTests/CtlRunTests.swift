@@ -100,5 +100,9 @@ struct CtlRunTests {
         #expect(status == 69)
         #expect(console.error.contains("error: the Nimbus daemon is not running"))
         #expect(console.error.contains("systemctl --user start nimbusd"))
+        #expect(console.error.contains("or run nimbusd --socket /nonexistent/nimbus.sock;"), "\(console.error)")
+        let spaced = RecordingConsole()
+        _ = await NimbusCtl.run(arguments: ["--socket", "/no such/dir/d.sock", "status"], environment: [:], console: spaced.console)
+        #expect(spaced.error.contains("or run nimbusd --socket '/no such/dir/d.sock';"), "a pasted hint is shell-quoted: \(spaced.error)")
     }
 }
