@@ -87,7 +87,11 @@ public final class PairRuntime: @unchecked Sendable {
         openLimiter = RateLimiter(limit: options.openRateLimit)
         try makeDirectories(SystemPath(options.stateDirectory), permissions: 0o700)
         let (store, records) = try JournalRecordStore.open(directory: SystemPath(options.stateDirectory).appending("journal"))
-        try StartupChecks.checkRoots(local: options.localRoot, cloud: options.cloudRoot, firstPairing: records.isEmpty,
+        // Never paired: no synced entry, and no local marker (a pair of empty folders has the
+        // marker but no entries, and its unmounted cloud folder must be waited for).
+        let marker = SystemPath(options.localRoot).appending(RootMarkers.local)
+        let neverPaired = records.isEmpty && (try? kindOfPath(marker)) == nil
+        try StartupChecks.checkRoots(local: options.localRoot, cloud: options.cloudRoot, firstPairing: neverPaired,
                                      createsMissing: options.createMissingRoots, kind: { try kindOfPath(SystemPath($0)) })
         // The embedded default creates both folders. Otherwise the local one is created on the
         // first pairing only: nothing was synced, so a missing local folder cannot be mistaken

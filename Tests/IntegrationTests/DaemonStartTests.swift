@@ -65,6 +65,27 @@ struct DaemonStartTests {
         #expect(status == 66, "EX_NOINPUT: \(log)")
         #expect(log.contains("the cloud folder \(root)/mnt/typo does not exist, and this pair never synced"), "\(log)")
         #expect(!FileManager.default.fileExists(atPath: root + "/mnt/typo"), "a configured cloud folder is never created")
+
+        // A pair that synced before (its local marker says so), even with no files yet, waits
+        // for a missing cloud folder (an unmounted share) instead.
+        try FileManager.default.createDirectory(atPath: root + "/paired", withIntermediateDirectories: true)
+        try "nimbus-root 1\ncloud=1234\n".write(toFile: root + "/paired/.nimbus-root", atomically: false, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CtlHarness.nimbusd)
+        process.arguments = arguments(root, local: root + "/paired", cloud: root + "/mnt/share", name: "waits")
+        process.environment = environment
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { process.killAndWait() }
+        try await CtlHarness.eventually("the daemon to answer while it waits for the cloud folder") {
+            guard process.isRunning else { return "exited: \(process.exitDescription)" }
+            let result = try await CtlHarness.blocking {
+                try CtlHarness.run(CtlHarness.nimbusctl, ["--socket", root + "/waits.sock", "--json", "status"],
+                                   environment: environment, currentDirectory: root, scratch: root)
+            }
+            return (try? result.json()["phase"] as? String) == "halted" ? nil : "\(result)"
+        }
     }
 
     /// What the help says about folders is what the daemon does: a configured local folder is
