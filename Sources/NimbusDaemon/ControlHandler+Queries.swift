@@ -185,7 +185,13 @@ extension ControlHandler {
                                     path: WirePath($0.file))
                     }
                     : try engine.versions(of: path).map { VersionInfo(id: $0.id, size: $0.metadata.size, mtimeNs: $0.metadata.mtime) }
-                return VersionsResult(path: WirePath(path), versions: versions)
+                let result = VersionsResult(path: WirePath(path), versions: versions)
+                // One answer is one line of at most 1 MiB: a huge store is listed folder by folder.
+                if all, versions.count > 2_000, (try? JSONEncoder().encode(result).count) ?? 0 > maximumLineLength - 4096 {
+                    throw RPCError(.failed, "too many versions for one answer", reason: "\(versions.count) versions are kept below \(path.isRoot ? "the folder" : path.description)",
+                                   suggestion: "list them folder by folder: nimbusctl versions --all FOLDER")
+                }
+                return result
             }
         }
     }
