@@ -248,15 +248,10 @@ private struct SuffixFolder<Records: PlaceholderRecords> {
         let isTargetsPlaceholder = atTarget.map { $0.isPlaceholder && $0.base.local.inode == meta.inode } ?? false
         if let synced = records.placeholderRecord(at: file), !synced.isPlaceholder, !isTargetsPlaceholder, movedFrom == nil {
             // Changed into a placeholder's text (one copied over it): that text is never
-            // uploaded. With the cloud's copy gone it is an untracked placeholder; else it is
-            // left as it is until someone decides.
+            // uploaded. It is an untracked placeholder, and the file it replaced is gone
+            // here (its cloud copy goes to the versions, as for any deletion).
             guard !meta.isUnchanged(from: synced.base.local), isPlaceholderText(file, &fold) == .some(true) else { return }
-            if cloud[file] == nil && inScope(target) {
-                foldUntracked(file, meta, target: target, &fold)
-            } else {
-                withhold(file, from: &fold)
-                fold.handled.insert(file)
-            }
+            if inScope(target) { foldUntracked(file, meta, target: target, &fold) } else { fold.needsWholeFolder = true }
             return
         }
         guard inScope(target) else {
@@ -314,6 +309,18 @@ private struct SuffixFolder<Records: PlaceholderRecords> {
                 fold.repairs.append(.repairPlaceholder(recordPath, file: file, edited: meta, cloud: record.base.cloud))
                 withhold(file, recordPath, target, from: &fold)
                 return
+            }
+        }
+        if let beside = fold.local[target], beside.kind == .file, !fold.handled.contains(target) {
+            // A placeholder's text under the bare name (a stray renamed by hand) is no real
+            // file: it goes, and this placeholder stands.
+            switch isPlaceholderText(target, &fold) {
+            case nil: return
+            case .some(true?):
+                fold.repairs.append(.retirePlaceholder(file: target, expected: beside))
+                fold.handled.insert(target)
+                fold.local[target] = nil
+            default: break
             }
         }
         if fold.local[target] != nil {

@@ -163,8 +163,12 @@ extension PlaceholderModel {
                 local.nodes[file] = local.nodes.removeValue(forKey: p)
             }
         case 2:
-            // Renamed without its suffix.
-            if let p = placeholderFiles.randomElement(using: &random), let q = freeName({ local.nodes[$0] != nil }, &random) {
+            // A tracked placeholder renamed without its suffix (an untracked one renamed so is
+            // just the user's text file, uploaded as such).
+            let tracked = placeholderFiles.filter { file in
+                base.contains { placeholders.contains($0.key) && $0.value.local.inode == local.nodes[file]!.inode }
+            }
+            if let p = tracked.randomElement(using: &random), let q = freeName({ local.nodes[$0] != nil }, &random) {
                 local.nodes[q] = local.nodes.removeValue(forKey: p)
             }
         case 3:

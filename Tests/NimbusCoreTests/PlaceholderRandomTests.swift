@@ -58,7 +58,9 @@ struct PlaceholderModel {
     var nextContent = 1
     var nextPlaceholder = -1
     var clock: Int64 = 1_000
-    let namer = ConflictNamer(device: "model", wallTime: 1_700_000_000_000_000_000)
+    /// Passes, for conflict names: as in the engine, a later pass names with a later time.
+    var passes: Int64 = 0
+    var namer: ConflictNamer { ConflictNamer(device: "model", wallTime: 1_700_000_000_000_000_000 + passes * 1_000_000_000) }
 
     static let names = ["a", "b", "c.txt", "a.nimbus"]
 
@@ -133,6 +135,7 @@ struct PlaceholderModel {
     /// looked at again, as in the engine.
     mutating func settle() throws -> Int {
         for round in 0..<8 {
+            passes += 1
             let actions = plan()
             if actions.isEmpty { return round }
             if Self.tracing { print("round \(round): local \(local.nodes.mapValues(\.content).sorted { $0.key < $1.key }), cloud \(cloud.nodes.mapValues(\.content).sorted { $0.key < $1.key }), placeholders \(placeholders.sorted())") }
