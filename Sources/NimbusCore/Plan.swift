@@ -54,6 +54,10 @@ public enum Action: Hashable, Sendable {
     /// completed just before a crash, or the user's): it replaces the placeholder in the
     /// record, in sync when it holds the content of the cloud's `cloud`, else a change here.
     case adoptLocalFile(RelativePath, local: FileMetadata, cloud: FileMetadata?)
+    /// Rewrite the placeholder of `path` (now `expected`, standing for `cloud`) in the style
+    /// `to`, without downloading: the new one is written first, then the old one removed
+    /// (`planPlaceholderConversion`).
+    case convertPlaceholder(RelativePath, to: PlaceholderStyle, expected: FileMetadata, cloud: FileMetadata)
 
     /// The path whose base this action settles.
     public var path: RelativePath {
@@ -63,7 +67,8 @@ public enum Action: Hashable, Sendable {
              .makeDirectory(let p, _, _), .copy(let p, _, _, _), .makeSymlink(let p, _, _, _),
              .setMode(let p, _, _, _), .record(let p, _, _, _), .forget(let p),
              .writePlaceholder(let p, _, _), .removePlaceholder(let p, _), .retirePlaceholder(let p, _),
-             .repairPlaceholder(let p, _, _, _), .adoptPlaceholder(let p, _, _), .adoptLocalFile(let p, _, _): p
+             .repairPlaceholder(let p, _, _, _), .adoptPlaceholder(let p, _, _), .adoptLocalFile(let p, _, _),
+             .convertPlaceholder(let p, _, _, _): p
         }
     }
 
@@ -73,7 +78,8 @@ public enum Action: Hashable, Sendable {
         case .rename(_, _, let s, _), .preserveConflict(_, _, let s, _), .remove(_, let s, _),
              .removeDirectory(_, let s, _), .makeDirectory(_, let s, _), .copy(_, let s, _, _),
              .makeSymlink(_, let s, _, _), .setMode(_, let s, _, _): s
-        case .writePlaceholder, .removePlaceholder, .renamePlaceholder, .movePlaceholder, .retirePlaceholder, .repairPlaceholder: .local
+        case .writePlaceholder, .removePlaceholder, .renamePlaceholder, .movePlaceholder, .retirePlaceholder, .repairPlaceholder,
+             .convertPlaceholder: .local
         case .record, .forget, .rebase, .adoptPlaceholder, .adoptLocalFile: nil
         }
     }

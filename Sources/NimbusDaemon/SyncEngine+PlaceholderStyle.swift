@@ -20,12 +20,18 @@ struct PlaceholderStyleUnavailable: Error, CustomStringConvertible {
 /// fanotify mark, installed like any download; remove and rename = the file itself; the
 /// suffix-only repairs `movePlaceholder`, `retirePlaceholder` and `repairPlaceholder` are
 /// never planned for it), teach `downloadPlaceholder` and `evictFile` to fill and punch in
-/// place, and let the configuration choose `placeholderStyle`. Until then `.realName` is
-/// refused with `PlaceholderStyleUnavailable`, an ordinary sync error.
+/// place, carry out `convertPlaceholder` (planned by `planPlaceholderConversion` when the
+/// style of a pair changes: write the new placeholder, then remove the old one), and let
+/// the configuration choose `placeholderStyle`. Until then `.realName` is refused with
+/// `PlaceholderStyleUnavailable`, an ordinary sync error.
 extension SyncEngine {
     var placeholderStyle: PlaceholderStyle { settings.placeholderStyle }
 
     func performPlaceholderAction(_ action: Action, batch: inout [PendingInstall]?) throws {
+        if case .convertPlaceholder(let path, _, _, _) = action {
+            // Converting between the two styles needs the real-name side, not carried out yet.
+            throw PlaceholderStyleUnavailable(path: path, style: .realName)
+        }
         switch placeholderStyle {
         case .suffix: try performSuffixPlaceholder(action, batch: &batch)
         case .realName: throw PlaceholderStyleUnavailable(path: action.path, style: .realName)

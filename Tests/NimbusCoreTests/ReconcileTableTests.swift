@@ -36,6 +36,7 @@ extension Action {
         case .repairPlaceholder(let p, let f, _, _): "repair placeholder \(f) of \(p)"
         case .adoptPlaceholder(let p, _, _): "adopt placeholder \(p)"
         case .adoptLocalFile(let p, _, _): "adopt local file \(p)"
+        case .convertPlaceholder(let p, let style, _, _): "convert placeholder \(p) to \(style)"
         }
     }
 }
