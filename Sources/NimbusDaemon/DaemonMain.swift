@@ -8,6 +8,9 @@ import NimbusSystem
 /// signals, stop cleanly. `nimbusd`'s main only calls `run`.
 public enum DaemonMain {
     public static func run(arguments: [String], environment: [String: String]) -> Int32 {
+        // Before the configuration, the journal or any file is read, and before any thread
+        // starts: the one privileged call, then no capability at all (DESIGN §5).
+        let privilege = DaemonPrivilege.acquire()
         let launch: DaemonLaunch
         do {
             launch = try DaemonArguments.resolve(
@@ -30,7 +33,7 @@ public enum DaemonMain {
             print(text)
             return 0
         case .run(let configuration):
-            return serve(configuration, arguments: arguments, environment: environment)
+            return serve(configuration, arguments: arguments, environment: environment, privilege: privilege)
         }
     }
 
@@ -68,8 +71,11 @@ public enum DaemonMain {
         return options
     }
 
-    static func serve(_ configuration: Configuration, arguments: [String], environment: [String: String]) -> Int32 {
+    static func serve(_ configuration: Configuration, arguments: [String], environment: [String: String],
+                      privilege: DaemonPrivilege) -> Int32 {
         let log = Logger(threshold: configuration.logLevel)
+        logPrivilege(privilege, log: log)
+        defer { try? privilege.group?.close() }
         let notifier = SystemdNotifier(environment: environment)
         let runtime: PairRuntime
         do {
@@ -122,5 +128,16 @@ public enum DaemonMain {
         withExtendedLifetime(sources) {}
         log.notice("stopped")
         return 0
+    }
+
+    static func logPrivilege(_ privilege: DaemonPrivilege, log: Logger) {
+        if case .failure(let error) = privilege.dropped {
+            log.warning("cannot drop capabilities (\(error)): real-name placeholders are off")
+        }
+        if privilege.group != nil {
+            log.info("privilege: CAP_SYS_ADMIN served fanotify_init only; every capability is dropped")
+        } else if let reason = privilege.unavailableReason {
+            log.info("no pre-content fanotify group: \(reason)")
+        }
     }
 }

@@ -1,0 +1,81 @@
+import Glibc
+import NimbusSystem
+
+/// nimbusd's privilege (DESIGN §5). Real-name placeholders need one privileged call,
+/// `fanotify_init` of a pre-content group (`CAP_SYS_ADMIN`); everything after it (marks,
+/// events, answers) needs none. So the first thing nimbusd does, before it reads its
+/// configuration, journal or any file, is: make `CAP_SYS_ADMIN` effective if it is permitted
+/// (a root daemon, a system unit's `AmbientCapabilities=`, or `setcap cap_sys_admin+p`),
+/// create the group, and drop every capability for good (`Capabilities.dropAll`).
+/// Without the privilege there is no group, and on-demand pairs use suffix placeholders;
+/// `unavailableReason` says why, for `status` and the log.
+public struct DaemonPrivilege: Sendable {
+    public let group: FanotifyGroup?
+    public let unavailableReason: String?
+    /// Whether capabilities were held at start and dropped (or none were held).
+    public let dropped: Result<Void, SystemError>
+
+    /// Acquires the group and drops every capability. Must run while the process has one
+    /// thread: capabilities belong to threads, and a thread started earlier would keep them.
+    public static func acquire() -> DaemonPrivilege {
+        var group: FanotifyGroup?
+        var reason: String?
+        if (try? Capabilities.raise(Capabilities.systemAdministration)) == true {
+            do {
+                group = try FanotifyGroup()
+            } catch {
+                reason = "fanotify_init of a pre-content group failed: \(error)"
+            }
+        } else {
+            reason = "nimbusd does not have CAP_SYS_ADMIN, which creating the pre-content fanotify group needs "
+                + "(see nimbusd(8), PRIVILEGE)"
+        }
+        let dropped: Result<Void, SystemError>
+        do {
+            try Capabilities.dropAllInProcess()
+            dropped = .success(())
+        } catch let error as SystemError {
+            dropped = .failure(error)
+        } catch {
+            dropped = .failure(SystemError(.invalidArgument, "drop capabilities", "\(error)"))
+        }
+        if case .failure = dropped {
+            // Never keep a privilege that could not be dropped on every thread.
+            try? group?.close()
+            return DaemonPrivilege(group: nil, unavailableReason: "capabilities could not be dropped", dropped: dropped)
+        }
+        return DaemonPrivilege(group: group, unavailableReason: reason, dropped: dropped)
+    }
+
+    /// Whether `directory` (the local root) accepts pre-content marks: nil when it does, else
+    /// why not (kernel older than 6.14, or a filesystem without them such as tmpfs or NFS).
+    /// Tries on a temporary file, removed again.
+    public static func probe(_ group: FanotifyGroup, localRoot directory: FileDescriptor) -> String? {
+        let name = SystemPath(bytes: TemporaryName.prefix + Array("probe-\(getpid())".utf8))
+        do {
+            let file = try FileDescriptor.open(name, [.readWrite, .create, .exclusive], permissions: 0o600,
+                                               relativeTo: directory)
+            try? file.close()
+        } catch {
+            return "cannot create a file in the local folder to try a mark: \(error)"
+        }
+        defer { try? directory.removeFile(name) }
+        do {
+            try group.mark(name, in: directory)
+            try? group.unmark(name, in: directory)
+            return nil
+        } catch let error as Errno where error == .invalidArgument {
+            return "this kernel (\(kernelRelease)) has no fanotify pre-content events (Linux 6.14 or later)"
+        } catch let error as Errno where error == .notSupported {
+            return "the local folder's filesystem does not offer fanotify pre-content events (ext4, xfs and btrfs do; tmpfs, NFS and FUSE do not)"
+        } catch {
+            return "cannot mark a file of the local folder: \(error)"
+        }
+    }
+
+    static var kernelRelease: String {
+        var name = utsname()
+        uname(&name)
+        return withUnsafeBytes(of: &name.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+    }
+}
