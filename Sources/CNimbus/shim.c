@@ -74,6 +74,14 @@ int cnimbus_probe_read_lease(int fd) {
     return (errno == EAGAIN || errno == EBUSY) ? 0 : -1;
 }
 
+int cnimbus_probe_write_lease(int fd) {
+    if (fcntl(fd, F_SETLEASE, F_WRLCK) == 0) {
+        fcntl(fd, F_SETLEASE, F_UNLCK);
+        return 1;
+    }
+    return (errno == EAGAIN || errno == EBUSY) ? 0 : -1;
+}
+
 int cnimbus_spawnp(pid_t *pid, const char *file, char *const argv[], char *const envp[]) {
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attributes;

@@ -124,6 +124,10 @@ public final class DiskFileSystem: FileSystem {
         (try? withRoot { root in try root.withParent(of: path) { directory, name in directory.isOpenForWriting(name) } }) ?? false
     }
 
+    public func isOpenElsewhere(_ path: RelativePath) -> Bool? {
+        (try? withRoot { root in try root.withParent(of: path) { directory, name in directory.isOpenElsewhere(name) } }) ?? nil
+    }
+
     public func synchronize() throws {
         try withRoot { root in try attributing("syncfs", ".") { try root.syncFileSystem() } }
     }

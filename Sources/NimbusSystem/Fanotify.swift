@@ -48,6 +48,11 @@ public struct FanotifyGroup: Sendable {
         try Sys.fanotifyMark(descriptor.rawValue, UInt32(FAN_MARK_REMOVE), events.rawValue, file: file.rawValue)
     }
 
+    /// Marks the inode `file` is open on (not an `O_PATH` descriptor: `EBADF`).
+    public func mark(file: FileDescriptor, for events: FanotifyEvents = .hydration) throws {
+        try Sys.fanotifyMark(descriptor.rawValue, UInt32(FAN_MARK_ADD), events.rawValue, file: file.rawValue)
+    }
+
     /// Marks `path` beneath `root` (no symlink anywhere on the way, no escape from `root`).
     public func mark(beneath root: FileDescriptor, _ path: RelativePath, for events: FanotifyEvents = .hydration) throws {
         try attributing("fanotify_mark", path.shown) {

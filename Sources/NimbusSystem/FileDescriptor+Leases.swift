@@ -33,6 +33,23 @@ extension FileDescriptor {
         }
     }
 
+    /// Whether the regular file `name` of this directory is open in some other program at all,
+    /// asked of the kernel with a write lease (granted only when no one else has the file
+    /// open): nil when leases are not possible here (not the file's owner, a network
+    /// filesystem) or nothing is there. Unlike `/proc/*/fd`, this sees processes this user may
+    /// not inspect, such as a privileged program's, once the daemon has dropped its capabilities.
+    func isOpenElsewhere(_ name: SystemPath) -> Bool? {
+        guard let file = try? FileDescriptor.open(name, [.noFollow, .nonBlocking], relativeTo: self) else { return nil }
+        return file.closeAfter {
+            guard let status = try? Sys.fstat(file.rawValue), status.st_mode & S_IFMT == S_IFREG else { return nil }
+            switch cnimbus_probe_write_lease(file.rawValue) {
+            case 0: return true
+            case 1: return false
+            default: return nil
+            }
+        }
+    }
+
     /// The file's content changed less than `window` ns ago (by the wall clock).
     func isRecentlyWritten(_ metadata: FileMetadata, within window: Int64) -> Bool {
         var now = timespec()

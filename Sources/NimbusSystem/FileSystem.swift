@@ -75,6 +75,11 @@ public protocol FileSystem: Sendable {
     /// False when nothing is there, or not a regular file.
     func isOpenForWriting(_ path: RelativePath) -> Bool
 
+    /// Whether a program (any, as far as the kernel can tell) has the regular file at `path`
+    /// open: nil when this cannot be asked here. Complements `/proc/*/fd`, which shows only
+    /// the processes this user may inspect (DESIGN §5: an open file is never evicted).
+    func isOpenElsewhere(_ path: RelativePath) -> Bool?
+
     /// Removes temporary files a crash left behind; returns how many.
     func removeTemporaryFiles() throws -> Int
 
@@ -90,6 +95,7 @@ extension FileSystem {
     public func revalidateRoot() throws {}
     /// No program writes to a simulated tree behind the engine's back.
     public func isOpenForWriting(_ path: RelativePath) -> Bool { false }
+    public func isOpenElsewhere(_ path: RelativePath) -> Bool? { nil }
 }
 
 public struct ScanResult: Sendable {

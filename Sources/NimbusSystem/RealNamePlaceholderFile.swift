@@ -36,8 +36,10 @@ public enum RealNamePlaceholderFile {
                 for attribute in attributes {
                     try attribute.value.withUnsafeBytes { try Sys.fsetxattr(file.rawValue, attribute.name, $0) }
                 }
-                // Marked while still 0600: marking needs read permission, the real mode may lack it.
-                try group?.mark(beneath: root, temporary.path)
+                // Marked while still 0600 (marking needs read permission, the real mode may lack
+                // it), through the descriptor: no name is looked up again, so nothing swapped in
+                // for the temporary file (a hard link to someone else's file) can be marked.
+                try group?.mark(file: file)
                 try file.setPermissions(shape.mode)
                 try file.setModificationTime(shape.mtime)
                 if durable { try file.sync() }

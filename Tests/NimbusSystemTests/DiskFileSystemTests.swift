@@ -27,6 +27,23 @@ import Testing
         }
     }
 
+    /// The kernel's answer (a write lease) to "is this file open anywhere", which also sees
+    /// programs whose /proc entries this user may not read.
+    @Test func aFileOpenForReadingAnywhereIsSeenOpen() throws {
+        try withRoot { scratch, fs in
+            try scratch.write("root/file", Array("abc".utf8), mode: 0o644)
+            #expect(fs.isOpenElsewhere(try path("file")) == false)
+            let reader = try FileDescriptor.open("root/file", relativeTo: scratch.directory)
+            let file = try path("file")
+            reader.closeAfter { #expect(fs.isOpenElsewhere(file) == true) }
+            // A child another test spawns may hold a copy of the descriptor until its exec.
+            let deadline = ContinuousClock.now + .seconds(10)
+            while fs.isOpenElsewhere(try path("file")) == true && ContinuousClock.now < deadline { usleep(1000) }
+            #expect(fs.isOpenElsewhere(try path("file")) == false)
+            #expect(fs.isOpenElsewhere(try path("missing")) == nil)
+        }
+    }
+
     @Test func nothingOutsideTheRootCanBeReached() throws {
         try withRoot { scratch, fs in
             try scratch.directory.makeSymlink("root/etc", target: Array("/etc".utf8))

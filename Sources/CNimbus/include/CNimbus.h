@@ -48,6 +48,11 @@ extern const int CNIMBUS_O_TMPFILE;
 /// possible here (errno says why).
 int cnimbus_probe_read_lease(int fd);
 
+/// fcntl(F_SETLEASE, F_WRLCK) then F_UNLCK, on a descriptor opened read-only: 1 when a write
+/// lease could be taken (nobody else has the file open at all, reading or writing), 0 when it
+/// could not for that reason, -1 when leases are not possible here (errno says why).
+int cnimbus_probe_write_lease(int fd);
+
 /// pipe2(fds, O_CLOEXEC).
 int cnimbus_pipe_cloexec(int fds[2]);
 
