@@ -131,7 +131,11 @@ extension SyncEngine {
         let refusal = evictionRefusal(path, style: placeholderStyle, base: record.base, here: here, there: there,
                                       pinned: record.residency == .pinned || isPinnedByFolder(path), hasConflict: record.conflictCopy != nil,
                                       inProgress: state.withLock({ $0.transient[path] }) != nil,
-                                      isOpen: { openFiles.contains(FileIdentity(device: $0.device, inode: $0.inode)) },
+                                      // /proc shows only the programs this daemon may inspect (after dropping
+                                      // its capabilities, not a privileged one's): the kernel's lease answer
+                                      // covers the rest.
+                                      isOpen: { openFiles.contains(FileIdentity(device: $0.device, inode: $0.inode))
+                                                || local.isOpenElsewhere(path) == true },
                                       isTaken: { name in state.withLock { $0.index[name] != nil } || existsOnEitherSide(name) })
         switch refusal {
         case .noRoomForPlaceholder?:
