@@ -52,7 +52,8 @@ extension ControlHandler {
                             instance: context.instance, localRoot: context.localRoot, cloudRoot: context.cloudRoot,
                             deviceName: engine.settings.deviceName, daemonVersion: NimbusVersion.string,
                             startedAtNs: context.startedAtNs, clients: clients, errors: engine.errorCount,
-                            versionsCount: status.versionsCount, versionsBytes: status.versionsBytes)
+                            versionsCount: status.versionsCount, versionsBytes: status.versionsBytes,
+                            placeholderStyle: context.placeholderStyle?.wireName, placeholderStyleReason: context.placeholderStyle?.reason)
     }
 
     static func describe(_ phase: EnginePhase) -> (name: String, reason: String?) {

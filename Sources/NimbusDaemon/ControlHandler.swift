@@ -16,6 +16,8 @@ public struct ControlContext: Sendable {
     public var leases: any LeaseProvider
     /// Re-reads the configuration (the `reload` method); nil answers `not_supported`.
     public var reload: (@Sendable () throws -> ReloadResult)?
+    /// The placeholder style in use and why (`status`).
+    public var placeholderStyle: PlaceholderStyleReport?
 
     public init(runtime: PairRuntime, instance: String, localRoot: String, cloudRoot: String, startedAtNs: Int64,
                 leases: (any LeaseProvider)? = nil, reload: (@Sendable () throws -> ReloadResult)? = nil) {

@@ -94,9 +94,11 @@ public enum DaemonMain {
             apply: { runtime.reload(runtimeOptions($0, environment: environment)) })
         let server: ControlServer
         do {
-            let context = ControlContext(runtime: runtime, instance: configuration.instance, localRoot: configuration.localRoot,
+            var context = ControlContext(runtime: runtime, instance: configuration.instance, localRoot: configuration.localRoot,
                                          cloudRoot: configuration.cloudRoot, startedAtNs: SystemClock().wallNow,
                                          reload: { try reloader.reload() })
+            context.placeholderStyle = PlaceholderStyleReport.decide(privilege, localRoot: configuration.localRoot)
+            log.info("placeholders: \(context.placeholderStyle!.wireName): \(context.placeholderStyle!.reason)")
             server = try ControlServer(socketPath: configuration.socketPath, context: context, log: log)
         } catch {
             log.error(ControlServer.explainStartFailure(error, socketPath: configuration.socketPath))

@@ -1,4 +1,5 @@
 import Glibc
+import NimbusCore
 import NimbusSystem
 
 /// nimbusd's privilege (DESIGN §5). Real-name placeholders need one privileged call,
@@ -77,5 +78,32 @@ public struct DaemonPrivilege: Sendable {
         var name = utsname()
         uname(&name)
         return withUnsafeBytes(of: &name.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+    }
+}
+
+/// Which placeholder style a pair uses and why, for `status` and the log (DESIGN §5).
+public struct PlaceholderStyleReport: Sendable, Hashable {
+    public var style: PlaceholderStyle
+    public var reason: String
+
+    public var wireName: String { style == .realName ? "real-name" : "suffix" }
+
+    /// Real-name placeholders need the group (privilege), a kernel with pre-content events and
+    /// a local filesystem that offers them; the first missing one is the reason for the suffix
+    /// style. Where all are there, this build still writes suffix placeholders: its executor
+    /// does not write real-name ones yet (issue 16).
+    public static func decide(_ privilege: DaemonPrivilege, localRoot: String) -> PlaceholderStyleReport {
+        guard let group = privilege.group else {
+            return PlaceholderStyleReport(style: .suffix, reason: privilege.unavailableReason ?? "no pre-content fanotify group")
+        }
+        guard let root = try? FileDescriptor.open(SystemPath(localRoot), [.directory]) else {
+            return PlaceholderStyleReport(style: .suffix, reason: "the local folder cannot be opened to try a mark")
+        }
+        defer { try? root.close() }
+        if let reason = DaemonPrivilege.probe(group, localRoot: root) {
+            return PlaceholderStyleReport(style: .suffix, reason: reason)
+        }
+        return PlaceholderStyleReport(style: .suffix, reason: "kernel, filesystem and privilege allow real-name placeholders, "
+                                      + "but this build does not write them yet")
     }
 }

@@ -103,10 +103,15 @@ public struct StatusResult: Codable, Sendable, Equatable {
     public var startedAtNs: Int64
     /// Control connections open now, this one included.
     public var clients: Int
+    /// How files kept only in the cloud stand locally: `suffix` (`NAME.nimbus`) or
+    /// `real-name` (the file itself, fetched when opened), and why that style.
+    public var placeholderStyle: String?
+    public var placeholderStyleReason: String?
     public init(phase: String, reason: String?, paused: Bool, tracked: Int, heldDeletes: Int, conflicts: Int,
                 bytesCopied: Int64, filesCopied: Int, lastError: String?, instance: String, localRoot: String,
                 cloudRoot: String, deviceName: String, daemonVersion: String, startedAtNs: Int64, clients: Int,
-                errors: Int = 0, versionsCount: Int = 0, versionsBytes: Int64 = 0) {
+                errors: Int = 0, versionsCount: Int = 0, versionsBytes: Int64 = 0,
+                placeholderStyle: String? = nil, placeholderStyleReason: String? = nil) {
         self.phase = phase
         self.reason = reason
         self.paused = paused
@@ -127,6 +132,8 @@ public struct StatusResult: Codable, Sendable, Equatable {
         self.errors = errors
         self.versionsCount = versionsCount
         self.versionsBytes = versionsBytes
+        self.placeholderStyle = placeholderStyle
+        self.placeholderStyleReason = placeholderStyleReason
     }
 
     /// Whether something needs the user: a halted pair, held deletions, conflicts, errors, a

@@ -30,6 +30,12 @@ struct PrivilegeTests {
         }
         #expect(daemon.logLines(containing: "CAP_SYS_ADMIN served fanotify_init only").count == 1, "\(daemon.logTail(lines: 20))")
 
+        // status says which placeholder style and why (this build: always suffix).
+        let status = daemon.controlJSON(["status"]).object
+        #expect(status?["placeholderStyle"] as? String == "suffix", "\(String(describing: status))")
+        let reason = status?["placeholderStyleReason"] as? String ?? ""
+        #expect(reason.contains("does not write them yet") || reason.contains("pre-content"), "\(reason)")
+
         // Still syncs as root without capabilities: its own files, its own folders.
         try SyncFiles.write(SyncFiles.join(daemon.local, "after-drop.txt"), Array("synced\n".utf8))
         try await sandbox.converge("a file written after the drop", daemon.local, daemon.cloud) {

@@ -76,6 +76,12 @@ struct RenderTests {
                                   startedAtNs: ns(60), clients: 1, versionsCount: 3, versionsBytes: 2_500_000)
         #expect(!status.needsAttention)
         #expect(Render.status(status, plain).contains("  Versions  3 previous versions kept (2.5 MB): see 'nimbusctl versions --all'"))
+        #expect(!Render.status(status, plain).contains("On demand"))
+        status.placeholderStyle = "suffix"
+        status.placeholderStyleReason = "nimbusd does not have CAP_SYS_ADMIN"
+        #expect(Render.status(status, plain).contains(
+            "  On demand  cloud-only files stand as NAME.nimbus placeholders (nimbusd does not have CAP_SYS_ADMIN)"))
+        status.placeholderStyle = nil
         status.paused = true
         status.phase = "paused"
         #expect(Render.status(status, plain).hasPrefix("● Paused: run 'nimbusctl resume' to sync again\n"))

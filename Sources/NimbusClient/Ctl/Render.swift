@@ -19,6 +19,12 @@ enum Render {
             table.add(["Versions", Table.Cell(Format.count(count, "previous version") + " kept (" + Format.size(bytes)
                                               + "): see " + c.cite("versions", "--all"))])
         }
+        if let style = s.placeholderStyle {
+            // The label no wider than the others, so the table keeps its columns.
+            let shown = style == "suffix" ? "cloud-only files stand as NAME.nimbus placeholders"
+                : style == "real-name" ? "cloud-only files keep their real names and are fetched when opened" : style
+            table.add(["On demand", Table.Cell(shown + (s.placeholderStyleReason.map { " (" + $0 + ")" } ?? ""))])
+        }
         if s.heldDeletes > 0 {
             table.add([Table.Cell("Held", .yellow),
                        Table.Cell(Format.count(s.heldDeletes, "deletion") + " held by the safety guard")])
