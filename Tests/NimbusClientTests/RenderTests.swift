@@ -76,11 +76,11 @@ struct RenderTests {
                                   startedAtNs: ns(60), clients: 1, versionsCount: 3, versionsBytes: 2_500_000)
         #expect(!status.needsAttention)
         #expect(Render.status(status, plain).contains("  Versions  3 previous versions kept (2.5 MB): see 'nimbusctl versions --all'"))
-        #expect(!Render.status(status, plain).contains("On demand"))
+        #expect(!Render.status(status, plain).contains("Style"))
         status.placeholderStyle = "suffix"
         status.placeholderStyleReason = "nimbusd does not have CAP_SYS_ADMIN"
         #expect(Render.status(status, plain).contains(
-            "  On demand  cloud-only files stand as NAME.nimbus placeholders (nimbusd does not have CAP_SYS_ADMIN)"))
+            "  Style     placeholders named NAME.nimbus (nimbusd does not have CAP_SYS_ADMIN)"))
         status.placeholderStyle = nil
         status.paused = true
         status.phase = "paused"

@@ -88,6 +88,20 @@ struct HydrationServerTests {
         }
     }
 
+    /// A local disk too small for the content: the reader gets ENOSPC, and the file stays a
+    /// whole placeholder (no partial content left in it).
+    @Test func aFullLocalDiskGivesTheReaderENOSPCAndNoPartialFile() throws {
+        try HydrationFixture.with(localImageMegabytes: 8) { fixture in
+            let local = try fixture.placeholder("big", content: randomContent(16 << 20))
+            let run = try run("cat \(local) > /dev/null")
+            #expect(run.status != 0 && run.error.contains("No space left on device"), "\(run)")
+            let file = try FileDescriptor.open(SystemPath(local), [.pathOnly])
+            defer { try? file.close() }
+            #expect(try file.metadata().size == 16 << 20 && file.allocatedBytes() == 0)
+            #expect(fixture.filled().isEmpty)
+        }
+    }
+
     /// nimbusd never reads a placeholder's content itself (and must not wait for itself).
     @Test func theDaemonsOwnOpenIsRefusedWithEBUSY() throws {
         try HydrationFixture.with { fixture in
@@ -138,9 +152,15 @@ final class HydrationFixture: Sendable {
         let progressSeen = Mutex(0)
     }
 
-    private init(scratch: String, rateLimit: Int, slowFill: Bool) throws {
+    private init(scratch: String, rateLimit: Int, slowFill: Bool, localImageMegabytes: Int?) throws {
         self.scratch = scratch
         mkdir(scratch + "/local", 0o755)
+        if let megabytes = localImageMegabytes {
+            // A small ext4 image of its own (tmpfs would refuse the marks).
+            let made = try run("truncate -s \(megabytes)M \(scratch)/local.img && mkfs.ext4 -q -F \(scratch)/local.img "
+                               + "&& mount -o loop \(scratch)/local.img \(scratch)/local")
+            guard made.status == 0 else { throw Errno.notSupported.at("mount a loop image (\(made.error))", scratch) }
+        }
         mkdir(scratch + "/cloud", 0o755)
         localRoot = try FileDescriptor.open(SystemPath(scratch + "/local"), [.directory])
         cloudRoot = try FileDescriptor.open(SystemPath(scratch + "/cloud"), [.directory])
@@ -156,10 +176,15 @@ final class HydrationFixture: Sendable {
                                  completed: { outcome in recorder.outcomes.withLock { $0.append(outcome) } })
     }
 
-    static func with(rateLimit: Int = 1000, slowFill: Bool = false, _ body: (HydrationFixture) throws -> Void) throws {
+    static func with(rateLimit: Int = 1000, slowFill: Bool = false, localImageMegabytes: Int? = nil,
+                     _ body: (HydrationFixture) throws -> Void) throws {
         let scratch = try run("mktemp -d /var/tmp/nimbus-hydration-XXXXXX").output.trimmingCharacters(in: .whitespacesAndNewlines)
-        defer { _ = try? run("rm -rf \(scratch)") }
-        let fixture = try HydrationFixture(scratch: scratch, rateLimit: rateLimit, slowFill: slowFill)
+        defer {
+            if localImageMegabytes != nil { _ = try? run("umount \(scratch)/local || umount -l \(scratch)/local") }
+            _ = try? run("rm -rf \(scratch)")
+        }
+        let fixture = try HydrationFixture(scratch: scratch, rateLimit: rateLimit, slowFill: slowFill,
+                                           localImageMegabytes: localImageMegabytes)
         defer {
             fixture.server.stop()
             try? fixture.server.group.close()

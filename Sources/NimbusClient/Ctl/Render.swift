@@ -20,10 +20,10 @@ enum Render {
                                               + "): see " + c.cite("versions", "--all"))])
         }
         if let style = s.placeholderStyle {
-            // The label no wider than the others, so the table keeps its columns.
-            let shown = style == "suffix" ? "cloud-only files stand as NAME.nimbus placeholders"
-                : style == "real-name" ? "cloud-only files keep their real names and are fetched when opened" : style
-            table.add(["On demand", Table.Cell(shown + (s.placeholderStyleReason.map { " (" + $0 + ")" } ?? ""))])
+            // A label no wider than "Versions", so the table keeps its columns.
+            let shown = style == "suffix" ? "placeholders named NAME.nimbus"
+                : style == "real-name" ? "placeholders under their real names, fetched when opened" : style
+            table.add(["Style", Table.Cell(shown + (s.placeholderStyleReason.map { " (" + $0 + ")" } ?? ""))])
         }
         if s.heldDeletes > 0 {
             table.add([Table.Cell("Held", .yellow),
