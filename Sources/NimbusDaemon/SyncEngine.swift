@@ -137,7 +137,7 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
         guard rootsAreReady() else { return }
         setPhase(.syncing)
         defer { setPhase(.idle) }
-        var scope = scopeRoots(paths.map(withPlaceholderNames))
+        var scope = scopeRoots(paths.map(withPlaceholderNames).map(withHardLinkNames))
         // A pass normally settles in one round; a second one follows only when something
         // changed under our feet (an expectation failed) or a conflict moved a file.
         for _ in 0..<4 where !scope.isEmpty {
@@ -160,6 +160,13 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
             commit()
             scope = scopeRoots(again.union(views.withheld))
         }
+    }
+
+    /// `paths` and the other synced names of the files among them that have several (hard
+    /// links): a write through one name changes them all, and inotify reports only the name
+    /// written through.
+    func withHardLinkNames(_ paths: Set<RelativePath>) -> Set<RelativePath> {
+        state.withLock { s in paths.reduce(into: paths) { all, path in all.formUnion(s.index.otherLocalNames(of: path)) } }
     }
 
     func rootsAreReady() -> Bool {

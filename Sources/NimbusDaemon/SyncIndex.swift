@@ -15,6 +15,9 @@ struct SyncIndex {
     /// Where each side's inode was last synced, to find the source of a rename whose
     /// destination was seen first.
     private var inodes: [Side: [UInt64: RelativePath]] = [.local: [:], .cloud: [:]]
+    /// The local inodes synced under several names (hard links), with all those names: a
+    /// write through one name changes every one of them. Empty in most trees.
+    private var localLinks: [UInt64: Set<RelativePath>] = [:]
     /// How many records are in conflict, kept as they change: `status` asks often, and
     /// counting would hold the engine's lock for a walk over every record.
     private(set) var conflicts = 0
@@ -45,8 +48,11 @@ struct SyncIndex {
                 let old = values[slot]
                 if old.conflictCopy != nil { conflicts -= 1 }
                 if old.isPlaceholder { placeholders -= 1 }
+                // Another name of the same file takes over (a hard link), if there is one.
+                let otherName = localLinks[old.base.local.inode]?.first { $0 != path }
+                unlinkLocalName(path, inode: old.base.local.inode)
                 for side in Side.allCases where inodes[side]![old.base[side].inode] == path {
-                    inodes[side]![old.base[side].inode] = nil
+                    inodes[side]![old.base[side].inode] = side == .local ? otherName : nil
                 }
             }
             if let newValue {
@@ -63,6 +69,7 @@ struct SyncIndex {
                 // The stored path, not the caller's equal copy (from a watch event, say):
                 // every map then shares one buffer per path instead of holding copies.
                 let stored = paths[slot ?? paths.count - 1]
+                linkLocalName(stored, inode: newValue.base.local.inode, kind: newValue.base.kind)
                 for side in Side.allCases { inodes[side]![newValue.base[side].inode] = stored }
             } else if let slot {
                 // The last record moves into the hole, so the array stays dense.
@@ -90,6 +97,30 @@ struct SyncIndex {
 
     /// The synced path whose entry on `side` had `inode`.
     func path(ofInode inode: UInt64, on side: Side) -> RelativePath? { inodes[side]![inode] }
+
+    /// The other synced local names of the file at `path`, when it has several (hard links).
+    func otherLocalNames(of path: RelativePath) -> Set<RelativePath> {
+        guard !localLinks.isEmpty, let inode = self[path]?.base.local.inode,
+              var names = localLinks[inode] else { return [] }
+        names.remove(path)
+        return names
+    }
+
+    /// Notes `path` as a name of local file `inode` when another record has that inode too.
+    private mutating func linkLocalName(_ path: RelativePath, inode: UInt64, kind: FileKind) {
+        guard kind == .file, inode != 0 else { return }
+        if localLinks[inode] != nil {
+            localLinks[inode]!.insert(path)
+        } else if let other = inodes[.local]![inode], other != path, let record = self[other],
+                  record.base.kind == .file, record.base.local.inode == inode {
+            localLinks[inode] = [other, path]
+        }
+    }
+
+    private mutating func unlinkLocalName(_ path: RelativePath, inode: UInt64) {
+        guard localLinks[inode]?.remove(path) != nil else { return }
+        if localLinks[inode]!.count < 2 { localLinks[inode] = nil }
+    }
 
     /// `root` (if recorded) and every recorded path below it.
     func subtree(_ root: RelativePath) -> [RelativePath] {

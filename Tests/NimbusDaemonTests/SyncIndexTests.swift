@@ -30,6 +30,30 @@ import NimbusSystem
         #expect(rebuilt.conflicts == 1 && rebuilt.count == 2)
     }
 
+    /// Hard links: every synced name of a local inode is known while it has several; when
+    /// one goes, the other still finds the inode (for rename detection).
+    @Test func theNamesOfAHardLinkedFileAreKept() {
+        var index = SyncIndex()
+        index[path("a")] = record(inode: 7)
+        #expect(index.otherLocalNames(of: path("a")).isEmpty)
+        index[path("d")] = record(inode: 8)
+        index[path("d/b")] = record(inode: 7)
+        index[path("c")] = record(inode: 7)
+        #expect(index.otherLocalNames(of: path("d/b")) == [path("a"), path("c")])
+        index[path("a")] = record(inode: 7)  // rewritten, same file
+        #expect(index.otherLocalNames(of: path("a")) == [path("d/b"), path("c")])
+        index[path("c")] = nil
+        index.rekey(from: path("d"), to: path("e"))
+        #expect(index.otherLocalNames(of: path("a")) == [path("e/b")])
+        index[path("e/b")] = nil
+        #expect(index.otherLocalNames(of: path("a")).isEmpty)
+        #expect(index.path(ofInode: 7, on: .local) == path("a"))
+        index[path("a")] = record(inode: 9)  // replaced by another file
+        index[path("x")] = record(inode: 7)
+        #expect(index.otherLocalNames(of: path("x")).isEmpty && index.otherLocalNames(of: path("a")).isEmpty)
+        #expect(SyncIndex(index.records).otherLocalNames(of: path("x")).isEmpty)
+    }
+
     @Test func removalKeepsTheRestReachable() {
         var index = SyncIndex()
         for (inode, name) in ["d", "d/x", "d/y", "e"].enumerated() { index[path(name)] = record(inode: UInt64(inode + 1)) }
