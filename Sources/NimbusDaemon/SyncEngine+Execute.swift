@@ -137,11 +137,17 @@ extension SyncEngine {
         let destination = system(side)
         setTransient(path, side == .cloud ? .uploading(progress: 0) : .downloading(progress: 0))
         let size = max(source.size, 1)
-        let prepared = try destination.prepareCopy(of: path, from: system(side.other), expected: source,
+        let prepared: PreparedCopy
+        do {
+            prepared = try destination.prepareCopy(of: path, from: system(side.other), expected: source,
                                                    durable: batch == nil) { [weak self] done in
-            self?.heartbeat()
-            self?.setTransient(path, side == .cloud ? .uploading(progress: Double(done) / Double(size))
-                                                    : .downloading(progress: Double(done) / Double(size)))
+                self?.heartbeat()
+                self?.setTransient(path, side == .cloud ? .uploading(progress: Double(done) / Double(size))
+                                                        : .downloading(progress: Double(done) / Double(size)))
+            }
+        } catch {
+            if side == .local { leftoverCopiesPossible.store(true, ordering: .relaxed) }
+            throw error
         }
         let pending = PendingInstall(path: path, side: side, prepared: prepared, replacing: replacing, source: source)
         if batch != nil {
@@ -167,6 +173,7 @@ extension SyncEngine {
                                        displacedTo: displaced, durable: durable)
         } catch {
             fs.discard(pending.prepared)
+            if pending.side == .local { leftoverCopiesPossible.store(true, ordering: .relaxed) }
             throw error
         }
         let base = pending.side == .cloud ? BaseEntry(local: pending.source, cloud: installed, hash: hash, isAmbiguous: true)

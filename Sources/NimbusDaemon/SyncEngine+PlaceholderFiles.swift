@@ -119,6 +119,7 @@ extension SyncEngine {
             installed = try local.install(pending.prepared, at: file, replacing: pending.replacing, displacedTo: nil, durable: durable)
         } catch {
             local.discard(pending.prepared)
+            leftoverCopiesPossible.store(true, ordering: .relaxed)
             throw error
         }
         let base = BaseEntry(local: installed, cloud: pending.source)

@@ -21,11 +21,12 @@ extension SyncEngine {
         var failures: [String] = []
         for file in placeholders {
             do { try downloadPlaceholder(file, request) } catch {
-                if placeholders.count == 1 { throw error }
+                if placeholders.count == 1 { removeLeftoverCopies(); throw error }
                 failures.append("\(error)")
             }
         }
         commit()
+        removeLeftoverCopies()
         if !failures.isEmpty {
             throw EngineRequestError(kind: .failed, message: "\(failures.count) of \(placeholders.count) files could not be downloaded: "
                                      + failures.prefix(3).joined(separator: "; "))

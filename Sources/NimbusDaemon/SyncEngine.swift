@@ -19,6 +19,9 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
     let heartbeatHandler = Mutex<Callback<Void>?>(nil)
     /// Cleared when the local filesystem turns out to keep no user xattrs.
     let attributesSupported = Atomic<Bool>(true)
+    /// Set when a local copy failed: its temporary file may have been carried off by a folder
+    /// renamed meanwhile, out of reach of its removal by path (see `removeLeftoverCopies`).
+    let leftoverCopiesPossible = Atomic<Bool>(false)
     /// The per-path lock table shared with applications' leases (`acquire`/`release`): the
     /// engine takes an exclusive lock for each action and leaves a leased path alone.
     public let locks = PathLocks()
@@ -159,6 +162,19 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
             let again = execute(plan)
             commit()
             scope = scopeRoots(again.union(views.withheld))
+        }
+        removeLeftoverCopies()
+    }
+
+    /// After a local copy failed, and only between passes (no copy of ours is in flight then):
+    /// removes the temporary files of our copies wherever they are in the local folder.
+    func removeLeftoverCopies() {
+        guard leftoverCopiesPossible.exchange(false, ordering: .relaxed) else { return }
+        do {
+            let removed = try local.removeLeftoverCopies()
+            if removed > 0 { log.notice("removed \(removed) temporary file(s) of interrupted downloads from the local folder") }
+        } catch {
+            log.warning("could not look for temporary files of interrupted downloads in the local folder: \(error)")
         }
     }
 

@@ -138,10 +138,14 @@ public final class DiskFileSystem: FileSystem {
 
     /// Removes every file or symlink whose name starts with `TemporaryName.prefix`, anywhere in
     /// the tree. Meant for startup: a copy in flight at the same time would lose its file.
-    public func removeTemporaryFiles() throws -> Int {
+    public func removeTemporaryFiles() throws -> Int { try removeTemporaryFiles { _ in true } }
+
+    public func removeLeftoverCopies() throws -> Int { try removeTemporaryFiles(TemporaryName.isCopyTemporary) }
+
+    private func removeTemporaryFiles(_ matching: ([UInt8]) -> Bool) throws -> Int {
         try withRoot { root in
             var removed = 0
-            for path in try attributing("open", ".", { try TemporarySweep(root: root).temporaryFiles() }) {
+            for path in try attributing("open", ".", { try TemporarySweep(root: root).temporaryFiles() }) where matching(path.name) {
                 do {
                     try attributing("unlink", path.shown) {
                         try root.withParent(of: path) { directory, name in try directory.removeFile(name) }

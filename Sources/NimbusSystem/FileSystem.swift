@@ -83,6 +83,13 @@ public protocol FileSystem: Sendable {
     /// Removes temporary files a crash left behind; returns how many.
     func removeTemporaryFiles() throws -> Int
 
+    /// Removes, anywhere below the root, the temporary files of copies made by this process
+    /// (named as `TemporaryName.isCopyTemporary` says) that are left over: one carried off by
+    /// a folder renamed during a download cannot be removed by its old path. For a running
+    /// daemon, between passes, when none of its own copies is in flight; the temporaries of
+    /// others (an application's coordinated write) are left alone. Returns how many.
+    func removeLeftoverCopies() throws -> Int
+
     /// Bytes available to unprivileged users, and the filesystem's size.
     func spaceInfo() throws -> (available: Int64, total: Int64)
 
@@ -93,6 +100,8 @@ public protocol FileSystem: Sendable {
 
 extension FileSystem {
     public func revalidateRoot() throws {}
+    /// A simulated tree has no folder renamed under a copy in flight.
+    public func removeLeftoverCopies() throws -> Int { 0 }
     /// No program writes to a simulated tree behind the engine's back.
     public func isOpenForWriting(_ path: RelativePath) -> Bool { false }
     public func isOpenElsewhere(_ path: RelativePath) -> Bool? { nil }
@@ -171,4 +180,10 @@ public struct ContentHash: Hashable, Sendable, CustomStringConvertible {
 public enum TemporaryName {
     public static let prefix: [UInt8] = Array(".nimbus-tmp-".utf8)
     public static func isTemporary(_ name: [UInt8]) -> Bool { name.starts(with: prefix) }
+    /// The name of a copy's temporary file: the prefix and 16 lowercase hex digits (not an
+    /// application's `.nimbus-tmp-write-…`).
+    public static func isCopyTemporary(_ name: [UInt8]) -> Bool {
+        name.count == prefix.count + 16 && isTemporary(name)
+            && name.dropFirst(prefix.count).allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+    }
 }

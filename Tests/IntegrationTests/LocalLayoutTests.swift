@@ -37,4 +37,43 @@ struct LocalLayoutTests {
         }
         try await daemon.stop()
     }
+
+    @Test("a folder renamed while a download into it runs keeps no temporary file of the download")
+    func aFolderRenamedDuringADownloadKeepsNoTemporaryFile() async throws {
+        // A fast disk may finish the copy before the rename: then the attempt tested nothing,
+        // so try again with a larger file.
+        for attempt in 1...4 {
+            if try await renameDuringDownload(megabytes: 100 << (attempt - 1), attempt: attempt) { return }
+        }
+        Issue.record("every download finished before the rename; the rename tested nothing")
+    }
+
+    /// False when the rename came after the copy had finished.
+    func renameDuringDownload(megabytes: Int, attempt: Int) async throws -> Bool {
+        let sandbox = try SyncSandbox("aFolderRenamedDuringADownload-\(attempt)")
+        defer { sandbox.finish() }
+        let daemon = try sandbox.daemon(device: "alpha")
+        let local = daemon.local, cloud = daemon.cloud
+        try F.makeDirectory(F.join(cloud, "dir"))
+        try await daemon.start()
+        try await sandbox.converge("the folder synced", local, cloud) { try E.directory(local, "dir") }
+        let original = sandbox.root + "/big.bin"
+        try PlaceholderFiles.writeBig(original, megabytes: megabytes, seed: 12)
+        // Appears whole in the cloud folder (a rename), so the download starts at once.
+        try F.rename(Array(original.utf8), F.join(cloud, "dir/big.bin"))
+        try await sandbox.eventually("the download to start", timeout: .seconds(30), interval: .milliseconds(1)) {
+            !(try F.temporaryFiles(in: local + "/dir")).isEmpty || F.exists(F.join(local, "dir/big.bin")) ? nil : "not yet"
+        }
+        try F.rename(F.join(local, "dir"), F.join(local, "renamed"))
+        let carried = try F.temporaryFiles(in: local + "/renamed")
+        print("[aFolderRenamedDuringADownload] attempt \(attempt), \(megabytes) MB: temporary files carried by the rename: \(carried)")
+        try await sandbox.converge("the file downloaded into the renamed folder", local, cloud, timeout: .seconds(60),
+                                   contentLimit: 0) {
+            let left = try F.temporaryFiles(in: local)
+            return try E.all(E.directory(cloud, "renamed"), F.exists(F.join(local, "renamed/big.bin")) ? nil : "no renamed/big.bin",
+                             left.isEmpty ? nil : "temporary files left in the local folder: \(left)")
+        }
+        try await daemon.stop()
+        return !carried.isEmpty
+    }
 }

@@ -205,6 +205,22 @@ import Testing
         }
     }
 
+    /// In a running daemon only the temporaries of its own copies go (wherever a folder rename
+    /// carried them), not an application's coordinated write in progress.
+    @Test func removeLeftoverCopiesRemovesOnlyCopyTemporaries() throws {
+        try withRoot { scratch, fs in
+            try fs.makeDirectory(path("renamed"), mode: 0o755)
+            let copies = [".nimbus-tmp-0123456789abcdef", "renamed/.nimbus-tmp-fedcba9876543210"]
+            let others = [".nimbus-tmp-write-1C2B-report.txt", "renamed/.nimbus-tmp-0123456789ABCDEF",
+                          "renamed/.nimbus-tmp-0123456789abcdef0", "renamed/.nimbus-tmp-evict-x", "renamed/file"]
+            for name in copies + others { try scratch.write(SystemPath("root/\(name)"), [1]) }
+            #expect(TemporaryName.isCopyTemporary(TemporaryFile.randomName()))
+            #expect(try fs.removeLeftoverCopies() == 2)
+            let left = Set(try fs.scan(.root) { _ in true }.entries.map(\.path))
+            #expect(left == Set(try (others + ["renamed"]).map(path)))
+        }
+    }
+
     @Test func checkRootFollowsARootReplacedByAnotherDirectory() throws {
         try withRoot { scratch, fs in
             try fs.writeFile(path("a"), contents: [1], mode: 0o644)
