@@ -61,6 +61,8 @@ int cnimbus_openat_beneath(int dirfd, const char *path, int flags, unsigned int 
 const int CNIMBUS_O_PATH = O_PATH;
 const int CNIMBUS_O_NOATIME = O_NOATIME;
 const int CNIMBUS_O_TMPFILE = O_TMPFILE;
+const int CNIMBUS_SEEK_DATA = SEEK_DATA;
+const int CNIMBUS_SEEK_HOLE = SEEK_HOLE;
 
 int cnimbus_pipe_cloexec(int fds[2]) {
     return pipe2(fds, O_CLOEXEC);

@@ -1,3 +1,4 @@
+import CNimbus
 import Glibc
 
 /// Moves the bytes of one file into another, the fastest way the two filesystems allow:
@@ -11,6 +12,11 @@ import Glibc
 ///
 /// A refusal moves on to the next way from the same offset; any other error is thrown with
 /// the file it concerns.
+///
+/// A sparse source (fewer blocks than its size needs) is copied sparse where cloning is not
+/// possible: only its data ranges (`SEEK_DATA` / `SEEK_HOLE`) are written, the holes are left
+/// unwritten and the size set at the end, so a 2 GiB file holding 4 KiB of data stays small
+/// on a target that keeps holes (and reads the same, zeros, on one that does not).
 struct ContentTransfer {
     let input: FileDescriptor
     let output: FileDescriptor
@@ -36,21 +42,63 @@ struct ContentTransfer {
             progress(cloned)
             return cloned
         }
-        var offset: Int64 = 0
+        var state = DenseCopy()
+        defer { state.buffer?.deallocate() }
+        if let copied = try copySparse(size: size, state: &state, progress: progress) { return copied }
+        return try copy(from: 0, to: size, state: &state, progress: progress)
+    }
+
+    /// What the dense copy learns on the way: whether copy_file_range works, and its buffer.
+    struct DenseCopy {
         var useRange = true
         var buffer: UnsafeMutableRawBufferPointer?
-        defer { buffer?.deallocate() }
+    }
+
+    /// The data ranges one by one, then the size; nil when the source has no holes, or this
+    /// filesystem cannot say where they are (`SEEK_DATA` refused): copied densely then.
+    private func copySparse(size: Int64, state: inout DenseCopy, progress: (Int64) -> Void) throws -> Int64? {
+        let blocks = try attributing("fstat", source.shown) { try Sys.fstat(input.rawValue).st_blocks }
+        guard Int64(blocks) * 512 < size else { return nil }
+        var offset: Int64 = 0
         while offset < size {
-            let wanted = Int(min(size - offset, Int64(Self.chunkSize)))
+            let data: Int64
+            do {
+                data = try Sys.lseek(input.rawValue, offset, CNIMBUS_SEEK_DATA)
+            } catch let error as Errno where error == .noDeviceOrAddress {
+                break  // Only a hole from here to the end.
+            } catch let error as Errno where offset == 0 && (error == .invalidArgument || error == .notSupported) {
+                return nil
+            } catch let error as Errno {
+                throw error.at("lseek", source.shown)
+            }
+            guard data < size else { break }
+            let hole = try attributing("lseek", source.shown) { try Sys.lseek(input.rawValue, data, CNIMBUS_SEEK_HOLE) }
+            let end = min(hole, size)
+            let reached = try copy(from: data, to: end, state: &state, progress: progress)
+            // The source ended early (it shrank): the caller's check sees it.
+            if reached < end { return reached }
+            offset = end
+        }
+        try attributing("truncate", temporary.shown) { try Sys.ftruncate(output.rawValue, size) }
+        progress(size)
+        return size
+    }
+
+    /// Copies the bytes from `start` to `end` at the same offsets; returns where it stopped
+    /// (before `end` only when the source ended early).
+    private func copy(from start: Int64, to end: Int64, state: inout DenseCopy, progress: (Int64) -> Void) throws -> Int64 {
+        var offset = start
+        while offset < end {
+            let wanted = Int(min(end - offset, Int64(Self.chunkSize)))
             let copied: Int
-            if useRange, let count = try copyRange(at: offset, count: wanted), count > 0 {
+            if state.useRange, let count = try copyRange(at: offset, count: wanted), count > 0 {
                 copied = count
             } else {
                 // Refused, or 0, which some filesystems answer before the end: only read(2) is
                 // trusted to say where the file ends.
-                useRange = false
-                let chunk = buffer ?? .allocate(byteCount: Self.bufferSize, alignment: 4096)
-                buffer = chunk
+                state.useRange = false
+                let chunk = state.buffer ?? .allocate(byteCount: Self.bufferSize, alignment: 4096)
+                state.buffer = chunk
                 copied = try readWrite(at: offset, count: min(wanted, chunk.count), buffer: chunk)
                 if copied == 0 { break }
             }

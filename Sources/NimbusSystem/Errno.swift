@@ -10,6 +10,7 @@ public struct Errno: Error, RawRepresentable, Hashable, Sendable, CustomStringCo
 
     public static let notPermitted = Errno(rawValue: EPERM)
     public static let noSuchFile = Errno(rawValue: ENOENT)
+    public static let noDeviceOrAddress = Errno(rawValue: ENXIO)
     public static let interrupted = Errno(rawValue: EINTR)
     public static let ioError = Errno(rawValue: EIO)
     public static let badFileDescriptor = Errno(rawValue: EBADF)

@@ -76,4 +76,30 @@ struct LocalLayoutTests {
         try await daemon.stop()
         return !carried.isEmpty
     }
+
+    @Test("a 2 GiB sparse file holding 4 KiB of data takes little room in the cloud too")
+    func aSparseFileStaysSparseInTheCloud() async throws {
+        let sandbox = try SyncSandbox("aSparseFileStaysSparseInTheCloud")
+        defer { sandbox.finish() }
+        let daemon = try sandbox.daemon(device: "alpha")
+        let local = daemon.local, cloud = daemon.cloud
+        try await daemon.start()
+        let size: Int64 = 2 << 30
+        let fd = open(local + "/.sparse-in-progress", O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+        try #require(fd >= 0)
+        #expect(ftruncate(fd, off_t(size)) == 0)
+        let data = [UInt8](repeating: 0x5A, count: 4096)
+        #expect(pwrite(fd, data, data.count, off_t(1 << 30)) == data.count)
+        close(fd)
+        // Appears whole (a rename), so the daemon copies it once.
+        try F.rename(Array((local + "/.sparse-in-progress").utf8), F.join(local, "disk.img"))
+        try await sandbox.eventually("disk.img in the cloud", timeout: .seconds(60)) {
+            guard let status = try F.status(F.join(cloud, "disk.img")) else { return "not there yet" }
+            return Int64(status.st_size) == size ? nil : "\(status.st_size) bytes"
+        }
+        let status = try #require(try F.status(F.join(cloud, "disk.img")))
+        print("[aSparseFileStaysSparseInTheCloud] the cloud copy of a \(size)-byte file takes \(Int64(status.st_blocks) * 512) bytes")
+        #expect(Int64(status.st_blocks) * 512 <= 1 << 20, "the cloud copy takes \(Int64(status.st_blocks) * 512) bytes on disk")
+        try await daemon.stop()
+    }
 }

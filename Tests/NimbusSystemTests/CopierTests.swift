@@ -277,6 +277,33 @@ struct Pair {
         }
     }
 
+    /// Holes stay holes: only the data ranges are written (at the start, in the middle, none at
+    /// the end), the size is kept, and the copy reads exactly as the source does.
+    @Test func aSparseFileIsCopiedSparse() throws {
+        try Pair.with { pair in
+            let size: Int64 = 64 << 20
+            let ranges: [(Int64, [UInt8])] = [(0, randomBytes(5000, seed: 7)), (40 << 20, randomBytes(8192, seed: 8))]
+            let file = try FileDescriptor.open("src/sparse", [.writeOnly, .create], relativeTo: pair.scratch.directory)
+            try file.closeAfter {
+                try Sys.ftruncate(file.rawValue, size)
+                for (offset, bytes) in ranges { try bytes.withUnsafeBytes { try file.writeAll(toAbsoluteOffset: offset, $0) } }
+            }
+            let installed = try pair.copy("sparse")
+            #expect(installed.size == size)
+            let copy = try FileDescriptor.open("dst/sparse", relativeTo: pair.scratch.directory)
+            try copy.closeAfter {
+                let blocks = Int64(try Sys.fstat(copy.rawValue).st_blocks) * 512
+                #expect(blocks <= 1 << 20, "the copy takes \(blocks) bytes on disk for 13 KiB of data")
+                for (offset, bytes) in ranges + [(20 << 20, [UInt8](repeating: 0, count: 4096)), (size - 10, [UInt8](repeating: 0, count: 10))] {
+                    var read = [UInt8](repeating: 1, count: bytes.count)
+                    let count = try read.withUnsafeMutableBytes { try copy.read(fromAbsoluteOffset: offset, into: $0) }
+                    #expect(count == bytes.count && read == bytes, "at \(offset)")
+                }
+            }
+            #expect(try pair.destination.contentHash(of: path("sparse")) == (try pair.source.contentHash(of: path("sparse"))))
+        }
+    }
+
     /// The fallback where leases cannot be taken: the descriptors in /proc and their access mode.
     @Test func openWritersAreFoundInProc() throws {
         try Scratch.with { scratch in

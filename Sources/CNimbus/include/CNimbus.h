@@ -42,6 +42,9 @@ extern const size_t CNIMBUS_INOTIFY_EVENT_SIZE;
 extern const int CNIMBUS_O_PATH;
 extern const int CNIMBUS_O_NOATIME;
 extern const int CNIMBUS_O_TMPFILE;
+/// lseek(2) whences that need _GNU_SOURCE: the next data, the next hole (sparse files).
+extern const int CNIMBUS_SEEK_DATA;
+extern const int CNIMBUS_SEEK_HOLE;
 
 /// fcntl(F_SETLEASE, F_RDLCK) then F_UNLCK: 1 when a read lease could be taken (nobody has
 /// the file open for writing), 0 when it could not for that reason, -1 when leases are not
