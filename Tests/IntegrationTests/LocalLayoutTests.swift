@@ -21,18 +21,18 @@ struct LocalLayoutTests {
             F.call("link", F.join(local, "d/hl_b")) { b in link(a, b) }
         }, "link", F.join(local, "d/hl_b"))
         try await daemon.start()
-        try await sandbox.converge("first sync", local, cloud) {
+        try await sandbox.converge("first sync", local, cloud, timeout: .seconds(30)) {
             try E.all(E.file(cloud, "hl_a", "one\n"), E.file(cloud, "d/hl_b", "one\n"))
         }
         try F.append(F.join(local, "d/hl_b"), Array("two\n".utf8))
-        try await sandbox.converge("both names updated", local, cloud) {
+        try await sandbox.converge("both names updated", local, cloud, timeout: .seconds(30)) {
             try E.all(E.file(cloud, "hl_a", "one\ntwo\n"), E.file(cloud, "d/hl_b", "one\ntwo\n"))
         }
         // And the other way round, after a restart (the names are found again in the journal).
         try await daemon.stop()
         try await daemon.start()
         try F.append(F.join(local, "hl_a"), Array("three\n".utf8))
-        try await sandbox.converge("both names updated after a restart", local, cloud) {
+        try await sandbox.converge("both names updated after a restart", local, cloud, timeout: .seconds(30)) {
             try E.all(E.file(cloud, "hl_a", "one\ntwo\nthree\n"), E.file(cloud, "d/hl_b", "one\ntwo\nthree\n"))
         }
         try await daemon.stop()
@@ -56,7 +56,7 @@ struct LocalLayoutTests {
         let local = daemon.local, cloud = daemon.cloud
         try F.makeDirectory(F.join(cloud, "dir"))
         try await daemon.start()
-        try await sandbox.converge("the folder synced", local, cloud) { try E.directory(local, "dir") }
+        try await sandbox.converge("the folder synced", local, cloud, timeout: .seconds(30)) { try E.directory(local, "dir") }
         let original = sandbox.root + "/big.bin"
         try PlaceholderFiles.writeBig(original, megabytes: megabytes, seed: 12)
         // Appears whole in the cloud folder (a rename), so the download starts at once.
@@ -73,7 +73,7 @@ struct LocalLayoutTests {
             return try E.all(E.directory(cloud, "renamed"), F.exists(F.join(local, "renamed/big.bin")) ? nil : "no renamed/big.bin",
                              left.isEmpty ? nil : "temporary files left in the local folder: \(left)")
         }
-        try await daemon.stop()
+        try await daemon.stop(timeout: .seconds(30))
         return !carried.isEmpty
     }
 
@@ -100,6 +100,11 @@ struct LocalLayoutTests {
         let status = try #require(try F.status(F.join(cloud, "disk.img")))
         print("[aSparseFileStaysSparseInTheCloud] the cloud copy of a \(size)-byte file takes \(Int64(status.st_blocks) * 512) bytes")
         #expect(Int64(status.st_blocks) * 512 <= 1 << 20, "the cloud copy takes \(Int64(status.st_blocks) * 512) bytes on disk")
-        try await daemon.stop()
+        // The daemon may still be comparing the two copies (2 GiB of holes to read): let it finish.
+        try await sandbox.eventually("the daemon idle", timeout: .seconds(60), interval: .milliseconds(100)) {
+            let phase = daemon.controlJSON(["status"]).object?["phase"] as? String
+            return phase == "idle" ? nil : "phase \(phase ?? "unknown")"
+        }
+        try await daemon.stop(timeout: .seconds(30))
     }
 }

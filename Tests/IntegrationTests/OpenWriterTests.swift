@@ -82,7 +82,7 @@ struct OpenWriterTests {
             try F.write(F.join(local, name), Array("base\n".utf8))
         }
         try await daemon.start()
-        try await sandbox.converge("first sync", local, cloud) { F.exists(F.join(cloud, name)) ? nil : "\(name) not in the cloud" }
+        try await sandbox.converge("first sync", local, cloud, timeout: .seconds(30)) { F.exists(F.join(cloud, name)) ? nil : "\(name) not in the cloud" }
 
         let ready = sandbox.root + "/ready"
         let (program, arguments) = writer.command(file: local + "/" + name, ready: ready)
@@ -95,7 +95,7 @@ struct OpenWriterTests {
         try process.run()
         defer { process.killAndWait() }
         input.fileHandleForWriting.write(Data(writer.start(ready: ready).utf8))
-        try await sandbox.eventually("\(writer) has \(name) open") { F.exists(Array(ready.utf8)) ? nil : "no \(ready) yet" }
+        try await sandbox.eventually("\(writer) has \(name) open", timeout: .seconds(30)) { F.exists(Array(ready.utf8)) ? nil : "no \(ready) yet" }
 
         // The cloud copy changes while the program keeps the file open.
         let mark = daemon.logMark
@@ -107,7 +107,7 @@ struct OpenWriterTests {
         }
         // Either the daemon declines to replace the open file (as it must) or it already has
         // (as it did before): only then does the program write, so both cases are tested alike.
-        try await sandbox.eventually("the download of \(name) is tried") {
+        try await sandbox.eventually("the download of \(name) is tried", timeout: .seconds(30)) {
             if !daemon.logLines(containing: "open for writing", since: mark).isEmpty { return nil }
             return try F.read(F.join(local, name)) == F.read(F.join(cloud, name)) ? nil : "not yet"
         }
@@ -117,7 +117,7 @@ struct OpenWriterTests {
 
         let stem = String(name.split(separator: ".")[0]), ext = String(name.split(separator: ".")[1])
         let lines = (0..<20).map { "line \($0)\n" }.joined()
-        try await sandbox.converge("both versions kept", local, cloud, timeout: .seconds(20)) {
+        try await sandbox.converge("both versions kept", local, cloud, timeout: .seconds(40)) {
             let copies = try SyncSafetyTests.conflictCopies(in: local, stem: stem, ext: ext, device: "alpha")
             guard copies.count == 1 else { return "expected one conflict copy of \(name) in \(local), found \(copies)" }
             for root in [local, cloud] where writer == .sqlite {
@@ -131,7 +131,7 @@ struct OpenWriterTests {
             return try E.all(E.file(local, name, "base\nedit\n"), E.file(cloud, name, "base\nedit\n"),
                              E.file(local, copies[0], "base\n" + lines), E.file(cloud, copies[0], "base\n" + lines))
         }
-        try await daemon.stop()
+        try await daemon.stop(timeout: .seconds(20))
     }
 
     @Test("a file deleted in the cloud is not deleted here while a program writes to it; its writes are uploaded again")
@@ -142,7 +142,7 @@ struct OpenWriterTests {
         let local = daemon.local, cloud = daemon.cloud
         try F.write(F.join(local, "log.txt"), Array("base\n".utf8))
         try await daemon.start()
-        try await sandbox.converge("first sync", local, cloud) { try E.file(cloud, "log.txt", "base\n") }
+        try await sandbox.converge("first sync", local, cloud, timeout: .seconds(30)) { try E.file(cloud, "log.txt", "base\n") }
 
         let ready = sandbox.root + "/ready"
         let (program, arguments) = Writer.shell.command(file: local + "/log.txt", ready: ready)
@@ -153,11 +153,11 @@ struct OpenWriterTests {
         process.standardInput = input
         try process.run()
         defer { process.killAndWait() }
-        try await sandbox.eventually("the shell has log.txt open") { F.exists(Array(ready.utf8)) ? nil : "no \(ready) yet" }
+        try await sandbox.eventually("the shell has log.txt open", timeout: .seconds(30)) { F.exists(Array(ready.utf8)) ? nil : "no \(ready) yet" }
 
         let mark = daemon.logMark
         try F.remove(F.join(cloud, "log.txt"))
-        try await sandbox.eventually("the deletion of log.txt is tried") {
+        try await sandbox.eventually("the deletion of log.txt is tried", timeout: .seconds(30)) {
             if !daemon.logLines(containing: "open for writing", since: mark).isEmpty { return nil }
             return F.exists(F.join(local, "log.txt")) ? "not yet" : nil
         }
@@ -166,9 +166,9 @@ struct OpenWriterTests {
         #expect(try await process.exited(within: .seconds(30)), "the shell did not finish")
         let lines = (0..<20).map { "line \($0)\n" }.joined()
         // A change beats a delete (DESIGN §4): the written file comes back to the cloud.
-        try await sandbox.converge("the written file kept and uploaded", local, cloud, timeout: .seconds(20)) {
+        try await sandbox.converge("the written file kept and uploaded", local, cloud, timeout: .seconds(40)) {
             try E.all(E.file(local, "log.txt", "base\n" + lines), E.file(cloud, "log.txt", "base\n" + lines))
         }
-        try await daemon.stop()
+        try await daemon.stop(timeout: .seconds(20))
     }
 }
