@@ -171,4 +171,43 @@ struct OpenWriterTests {
         }
         try await daemon.stop(timeout: .seconds(20))
     }
+
+    @Test("resolve --keep local refuses to replace a file a program is writing to, and works once it is closed")
+    func resolveRefusesAnOpenWriter() async throws {
+        let sandbox = try SyncSandbox("resolveRefusesAnOpenWriter")
+        defer { sandbox.finish() }
+        let daemon = try sandbox.daemon(device: "alpha")
+        let local = daemon.local, cloud = daemon.cloud
+        try F.write(F.join(local, "doc.txt"), Array("original\n".utf8))
+        try await daemon.start()
+        try await sandbox.converge("first sync", local, cloud, timeout: .seconds(30)) { try E.file(cloud, "doc.txt", "original\n") }
+        try await daemon.stop(timeout: .seconds(20))
+        try F.write(F.join(local, "doc.txt"), Array("edited here\n".utf8))
+        try F.write(F.join(cloud, "doc.txt"), Array("edited in the cloud\n".utf8))
+        try await daemon.start()
+        try await sandbox.converge("the conflict", local, cloud, timeout: .seconds(30)) {
+            let copies = try SyncSafetyTests.conflictCopies(in: local, stem: "doc", ext: "txt", device: "alpha")
+            return copies.count == 1 ? nil : "no conflict copy yet"
+        }
+
+        let ready = sandbox.root + "/ready"
+        let (program, arguments) = Writer.shell.command(file: local + "/doc.txt", ready: ready)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: program)
+        process.arguments = arguments
+        let input = Pipe()
+        process.standardInput = input
+        try process.run()
+        defer { process.killAndWait() }
+        try await sandbox.eventually("the shell has doc.txt open", timeout: .seconds(30)) { F.exists(Array(ready.utf8)) ? nil : "no \(ready) yet" }
+        let refused = daemon.control(["resolve", "doc.txt", "--keep", "local"])
+        #expect(refused.status != 0 && refused.output.contains("open for writing"), "\(refused)")
+        #expect(try E.file(local, "doc.txt", "edited in the cloud\n") == nil)
+
+        try input.fileHandleForWriting.close()  // `read` ends: the shell closes the file and exits.
+        #expect(try await process.exited(within: .seconds(30)), "the shell did not finish")
+        let kept = daemon.control(["resolve", "doc.txt", "--keep", "local"])
+        #expect(kept.status == 0, "\(kept)")
+        try await daemon.stop(timeout: .seconds(20))
+    }
 }
