@@ -100,6 +100,7 @@ extension SyncEngine {
                 throw EngineRequestError(kind: .notFound, message: "the conflict copy \(copy) is gone; nothing to keep")
             }
             try refuseIfOpenForWriting(path)
+            try keepLocalEditAsVersion(of: path)
             try local.rename(copy, to: path, replacing: true)
         }
         updateRecord(path) { $0.conflictCopy = nil }
@@ -115,6 +116,32 @@ extension SyncEngine {
         throw EngineRequestError(kind: .inUse, message: "\(path) is open for writing in a program; close it and try again")
     }
 
+    /// `resolve --keep local` replaces the file at `path`, which holds the cloud's version. That
+    /// version is in the cloud; but a file edited here since the conflict holds an edit found
+    /// nowhere else, so it is filed in the versions store under `path` first.
+    func keepLocalEditAsVersion(of path: RelativePath) throws {
+        guard let here = try local.metadata(of: path), here.kind == .file else { return }
+        let base = state.withLock { $0.index[path]?.base }
+        if let base, here.isUnchanged(from: base.local) { return }
+        try copyLocalFileToVersions(path, metadata: here, filedUnder: path, attempt: 1)
+    }
+
+    /// Copies the local file `source` into the versions store, filed under `path`.
+    func copyLocalFileToVersions(_ source: RelativePath, metadata: FileMetadata, filedUnder path: RelativePath,
+                                 attempt: Int) throws {
+        let store = VersionStore(device: settings.deviceName)
+        let location = store.location(for: path, at: clock.wallNow, attempt: attempt)
+        try makeDirectories(location.parent, in: cloud)
+        let prepared = try cloud.prepareCopy(of: source, from: local, expected: metadata, durable: true) { _ in }
+        do {
+            _ = try cloud.install(prepared, at: location, replacing: nil, displacedTo: nil, durable: true)
+        } catch {
+            cloud.discard(prepared)
+            throw error
+        }
+        noteVersionKept(size: metadata.size)
+    }
+
     /// `resolve --keep cloud`: this device's version (the conflict copy) goes to the versions
     /// store filed under `path`, the name the user knows it by, then the copy is removed on
     /// both sides. Its content is never lost: the cloud's copy is moved there, and a local
@@ -125,17 +152,7 @@ extension SyncEngine {
         let base = state.withLock { $0.index[copy]?.base }
         let uploaded = here != nil && there != nil && base.map { here!.isUnchanged(from: $0.local) && there!.isUnchanged(from: $0.cloud) } == true
         if let here, here.kind == .file, !uploaded {
-            let store = VersionStore(device: settings.deviceName)
-            let location = store.location(for: path, at: clock.wallNow, attempt: there == nil ? 1 : 2)
-            try makeDirectories(location.parent, in: cloud)
-            let prepared = try cloud.prepareCopy(of: copy, from: local, expected: here, durable: true) { _ in }
-            do {
-                _ = try cloud.install(prepared, at: location, replacing: nil, displacedTo: nil, durable: true)
-            } catch {
-                cloud.discard(prepared)
-                throw error
-            }
-            noteVersionKept(size: here.size)
+            try copyLocalFileToVersions(copy, metadata: here, filedUnder: path, attempt: there == nil ? 1 : 2)
         }
         if let there, there.kind == .file { try moveToVersions(copy, filedUnder: path) }
         if here != nil { try local.removeFile(copy) }

@@ -127,6 +127,22 @@ struct Pair {
         #expect(pair.engine.conflicts().isEmpty)
     }
 
+    @Test func resolvingForTheLocalCopyKeepsAnEditMadeSinceTheConflict() throws {
+        let pair = Pair()
+        try pair.local.write(rp("notes.md"), Array("base".utf8))
+        pair.engine.start()
+        try pair.local.write(rp("notes.md"), Array("mine".utf8))
+        try pair.cloud.write(rp("notes.md"), Array("theirs!".utf8))
+        pair.sync()
+        #expect(pair.engine.conflicts().count == 1)
+        // Edited here after the conflict, before the engine has seen it.
+        try pair.local.write(rp("notes.md"), Array("theirs, edited here".utf8))
+        try pair.engine.resolve(rp("notes.md"), keep: .local)
+        #expect(pair.content(pair.local, "notes.md") == "mine")
+        let kept = try pair.engine.versions(of: rp("notes.md")).map { pair.content(pair.cloud, $0.location.description) }
+        #expect(kept.contains("theirs, edited here"), "the edit made since the conflict is lost; versions hold \(kept)")
+    }
+
     @Test func aFullCloudDiskIsAnErrorStateThenRecovers() throws {
         let pair = Pair(cloudCapacity: 1000)
         pair.engine.start()
