@@ -58,6 +58,9 @@ public enum Action: Hashable, Sendable {
     /// `to`, without downloading: the new one is written first, then the old one removed
     /// (`planPlaceholderConversion`).
     case convertPlaceholder(RelativePath, to: PlaceholderStyle, expected: FileMetadata, cloud: FileMetadata)
+    /// Replace the downloaded file `path` (still `expected`, in sync with `cloud`) by its
+    /// placeholder, the local copy removed only once the placeholder stands (`planEviction`).
+    case evict(RelativePath, expected: FileMetadata, cloud: FileMetadata)
 
     /// The path whose base this action settles.
     public var path: RelativePath {
@@ -68,7 +71,7 @@ public enum Action: Hashable, Sendable {
              .setMode(let p, _, _, _), .record(let p, _, _, _), .forget(let p),
              .writePlaceholder(let p, _, _), .removePlaceholder(let p, _), .retirePlaceholder(let p, _),
              .repairPlaceholder(let p, _, _, _), .adoptPlaceholder(let p, _, _), .adoptLocalFile(let p, _, _),
-             .convertPlaceholder(let p, _, _, _): p
+             .convertPlaceholder(let p, _, _, _), .evict(let p, _, _): p
         }
     }
 
@@ -79,7 +82,7 @@ public enum Action: Hashable, Sendable {
              .removeDirectory(_, let s, _), .makeDirectory(_, let s, _), .copy(_, let s, _, _),
              .makeSymlink(_, let s, _, _), .setMode(_, let s, _, _): s
         case .writePlaceholder, .removePlaceholder, .renamePlaceholder, .movePlaceholder, .retirePlaceholder, .repairPlaceholder,
-             .convertPlaceholder: .local
+             .convertPlaceholder, .evict: .local
         case .record, .forget, .rebase, .adoptPlaceholder, .adoptLocalFile: nil
         }
     }

@@ -10,7 +10,7 @@ public func keepsLocalCopy(pinned: Bool, evicted: Bool, onDemand: Bool, pinnedBy
 }
 
 /// Why a downloaded file may not become a placeholder again.
-public enum EvictionRefusal: Hashable, Sendable {
+public enum EvictionRefusal: Error, Hashable, Sendable {
     /// Its name leaves no room for the placeholder's (the suffix style only).
     case noRoomForPlaceholder
     /// The placeholder's name is another entry's, here, in the cloud or in the journal (the
@@ -35,6 +35,18 @@ public func evictionRefusal(_ path: RelativePath, style: PlaceholderStyle, base:
     guard let here, here.isUnchanged(from: base.local), let there, there.isUnchanged(from: base.cloud),
           !hasConflict, !inProgress else { return .notInSync }
     return isOpen(here) ? .isOpen : nil
+}
+
+/// The plan for evicting `path`: one `evict` action, or why it is refused (the parameters
+/// are `evictionRefusal`'s).
+public func planEviction(_ path: RelativePath, style: PlaceholderStyle, base: BaseEntry, here: FileMetadata?, there: FileMetadata?,
+                         pinned: Bool, hasConflict: Bool, inProgress: Bool, isOpen: (FileMetadata) -> Bool,
+                         isTaken: (RelativePath) -> Bool) -> Result<Action, EvictionRefusal> {
+    if let refusal = evictionRefusal(path, style: style, base: base, here: here, there: there, pinned: pinned, hasConflict: hasConflict,
+                                     inProgress: inProgress, isOpen: isOpen, isTaken: isTaken) {
+        return .failure(refusal)
+    }
+    return .success(.evict(path, expected: here!, cloud: there!))
 }
 
 /// The mass-delete guard's predicate (DESIGN §3): a plan deleting, on one side, more than

@@ -127,7 +127,7 @@ extension SyncEngine {
         case .rebase(let from, let to):
             rekey(from: from, to: to)
         case .writePlaceholder, .removePlaceholder, .renamePlaceholder, .movePlaceholder, .retirePlaceholder, .repairPlaceholder,
-             .adoptPlaceholder, .adoptLocalFile, .convertPlaceholder:
+             .adoptPlaceholder, .adoptLocalFile, .convertPlaceholder, .evict:
             try performPlaceholderAction(action, batch: &batch)
         }
     }

@@ -113,6 +113,40 @@ extension SyncEngine {
         }
     }
 
+    /// Evicts the downloaded file `path` (still `here`, in sync with the cloud's `there`): its
+    /// placeholder is written beside it, journaled, and only then is the file removed.
+    func evictToPlaceholder(_ path: RelativePath, expected here: FileMetadata, cloud there: FileMetadata) throws {
+        guard let file = Placeholder.file(for: path), let record = state.withLock({ $0.index[path] }) else { return }
+        do { try expect(path, on: .local, here) } catch is ChangedSincePlanned {
+            throw EngineRequestError(kind: .notInSync, message: "\(path) changed while it was evicted; it is kept")
+        }
+        // The placeholder first: a crash in between leaves both, and the real file wins.
+        let prepared = try local.prepareFile(near: file, contents: Placeholder.contents(for: path, cloud: there), mode: 0o644,
+                                             mtime: there.mtime, attributes: Placeholder.attributes(cloud: there), durable: true)
+        let placeholder: FileMetadata
+        do { placeholder = try local.install(prepared, at: file, replacing: nil, displacedTo: nil, durable: true) } catch {
+            local.discard(prepared)
+            throw error
+        }
+        // Journaled before the file goes: a crash in between leaves the file beside its
+        // placeholder, which the next start adopts again (never a deletion).
+        updateRecord(path) { record in
+            record.base = BaseEntry(local: placeholder, cloud: there)
+            record.isPlaceholder = true
+            // Kept a placeholder until asked for again, also in mirror mode.
+            record.residency = .evicted
+        }
+        commit()
+        do {
+            try removeUnchanged(path, expected: record.base.local)
+        } catch {
+            setRecord(path, record)
+            try? local.removeFile(file)
+            commit()
+            throw error
+        }
+    }
+
     func installPlaceholder(_ pending: PendingInstall, at file: RelativePath, durable: Bool) throws {
         let installed: FileMetadata
         do {

@@ -17,7 +17,8 @@ struct PlaceholderStyleUnavailable: Error, CustomStringConvertible {
 ///
 /// How the real-name style plugs in: implement `performRealNamePlaceholder` (write = a
 /// sparse file of the cloud file's size, mtime and mode with `user.nimbus.state` set and a
-/// fanotify mark, installed like any download; remove and rename = the file itself; the
+/// fanotify mark, installed like any download; remove and rename = the file itself; `evict`
+/// = punch the content out in place under the mark; the
 /// suffix-only repairs `movePlaceholder`, `retirePlaceholder` and `repairPlaceholder` are
 /// never planned for it), teach `downloadPlaceholder` and `evictFile` to fill and punch in
 /// place, carry out `convertPlaceholder` (planned by `planPlaceholderConversion` when the
@@ -64,6 +65,8 @@ extension SyncEngine {
             try adoptPlaceholder(path, file: file, placeholder: placeholder, cloud: cloudFile)
         case .adoptLocalFile(let path, let here, let there):
             try adoptLocalFile(path, local: here, cloud: there)
+        case .evict(let path, let here, let there):
+            try evictToPlaceholder(path, expected: here, cloud: there)
         default:
             preconditionFailure("not a placeholder action: \(action)")
         }

@@ -129,63 +129,41 @@ extension SyncEngine {
         try requirePlaceholderStyleAvailable(for: path)
         let here = try local.metadata(of: path)
         let there = try cloud.metadata(of: path)
-        let refusal = evictionRefusal(path, style: placeholderStyle, base: record.base, here: here, there: there,
-                                      pinned: record.residency == .pinned || isPinnedByFolder(path), hasConflict: record.conflictCopy != nil,
-                                      inProgress: state.withLock({ $0.transient[path] }) != nil,
-                                      // /proc shows only the programs this daemon may inspect (after dropping
-                                      // its capabilities, not a privileged one's): the kernel's lease answer
-                                      // covers the rest.
-                                      isOpen: { openFiles.contains(FileIdentity(device: $0.device, inode: $0.inode))
-                                                || local.isOpenElsewhere(path) == true },
-                                      isTaken: { name in state.withLock { $0.index[name] != nil } || existsOnEitherSide(name) })
-        switch refusal {
-        case .noRoomForPlaceholder?:
+        let plan = planEviction(path, style: placeholderStyle, base: record.base, here: here, there: there,
+                                pinned: record.residency == .pinned || isPinnedByFolder(path), hasConflict: record.conflictCopy != nil,
+                                inProgress: state.withLock({ $0.transient[path] }) != nil,
+                                // /proc shows only the programs this daemon may inspect (after dropping
+                                // its capabilities, not a privileged one's): the kernel's lease answer
+                                // covers the rest.
+                                isOpen: { openFiles.contains(FileIdentity(device: $0.device, inode: $0.inode))
+                                          || local.isOpenElsewhere(path) == true },
+                                isTaken: { name in state.withLock { $0.index[name] != nil } || existsOnEitherSide(name) })
+        let action: Action
+        switch plan {
+        case .failure(.noRoomForPlaceholder):
             throw EngineRequestError(kind: .invalidArgument, message: "\(path) cannot be evicted: its name leaves no room for "
                                      + "the .nimbus of a placeholder (255 bytes at most), so it is always kept here")
-        case .placeholderNameTaken?:
+        case .failure(.placeholderNameTaken):
             throw EngineRequestError(kind: .invalidArgument, message: "\(path) cannot be evicted: the name of its placeholder, "
                                      + "\(Placeholder.file(for: path).map { "\($0)" } ?? ""), is another file's or folder's, so it is kept here")
-        case .pinned?:
+        case .failure(.pinned):
             throw EngineRequestError(kind: .pinned, message: "\(path) is pinned: unpin it first (nimbusctl unpin)")
-        case .notInSync?:
+        case .failure(.notInSync):
             throw EngineRequestError(kind: .notInSync, message: "\(path) is not in sync (it has changes not yet uploaded or downloaded); "
                                      + "evict it once sync is done")
-        case .isOpen?:
+        case .failure(.isOpen):
             throw EngineRequestError(kind: .inUse, message: "\(path) is open in a program; close it and evict again")
-        case nil:
-            break
+        case .success(let planned):
+            action = planned
         }
-        guard let file = Placeholder.file(for: path), let here, let there else { return }
         guard let handle = locks.tryLock(path, .exclusive) else {
             throw EngineRequestError(kind: .busy, message: "\(path) is leased by an application")
         }
         defer { locks.unlock(handle) }
-        // The placeholder first: a crash in between leaves both, and the real file wins.
-        let prepared = try local.prepareFile(near: file, contents: Placeholder.contents(for: path, cloud: there), mode: 0o644,
-                                             mtime: there.mtime, attributes: Placeholder.attributes(cloud: there), durable: true)
-        let placeholder: FileMetadata
-        do { placeholder = try local.install(prepared, at: file, replacing: nil, displacedTo: nil, durable: true) } catch {
-            local.discard(prepared)
-            throw error
-        }
-        // Journaled before the file goes: a crash in between leaves the file beside its
-        // placeholder, which the next start adopts again (never a deletion).
-        updateRecord(path) { record in
-            record.base = BaseEntry(local: placeholder, cloud: there)
-            record.isPlaceholder = true
-            // Kept a placeholder until asked for again, also in mirror mode.
-            record.residency = .evicted
-        }
-        commit()
-        do {
-            try removeUnchanged(path, expected: record.base.local)
-        } catch {
-            setRecord(path, record)
-            try? local.removeFile(file)
-            commit()
-            throw error
-        }
-        log.info("evicted \(path)\(automatic ? " (cache budget)" : ""): \(Self.bytes(here.size)) freed")
+        var noBatch: [PendingInstall]? = nil
+        try performPlaceholderAction(action, batch: &noBatch)
+        let size = here?.size ?? 0
+        log.info("evicted \(path)\(automatic ? " (cache budget)" : ""): \(Self.bytes(size)) freed")
         emit(.stateChanged(path, .notDownloaded))
     }
 

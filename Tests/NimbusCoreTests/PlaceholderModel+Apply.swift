@@ -41,7 +41,7 @@ extension PlaceholderModel {
             forget(path)
         case .rebase(let from, let to):
             rekey(from, to)
-        case .makeDirectory, .removeDirectory, .makeSymlink, .convertPlaceholder:
+        case .makeDirectory, .removeDirectory, .makeSymlink, .convertPlaceholder, .evict:
             throw ModelError(description: "the scenarios have files only, but the plan has \(action)")
         case .writePlaceholder(let path, let source, let replacing):
             guard let file = style.file(for: path) else { return try apply(.copy(path, to: .local, source: source, replacing: nil)) }

@@ -37,6 +37,7 @@ extension Action {
         case .adoptPlaceholder(let p, _, _): "adopt placeholder \(p)"
         case .adoptLocalFile(let p, _, _): "adopt local file \(p)"
         case .convertPlaceholder(let p, let style, _, _): "convert placeholder \(p) to \(style)"
+        case .evict(let p, _, _): "evict \(p)"
         }
     }
 }

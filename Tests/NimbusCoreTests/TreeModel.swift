@@ -132,7 +132,7 @@ struct PlanApplier {
                 if let moved = path.rebased(from: from, to: to) { base[path] = nil; base[moved] = entry }
             }
         case .writePlaceholder, .removePlaceholder, .renamePlaceholder, .movePlaceholder, .retirePlaceholder, .repairPlaceholder,
-             .adoptPlaceholder, .adoptLocalFile, .convertPlaceholder:
+             .adoptPlaceholder, .adoptLocalFile, .convertPlaceholder, .evict:
             throw ModelError(description: "reconcile never plans placeholder actions: \(action)")
         }
     }
