@@ -13,6 +13,7 @@
 #include <string.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/vfs.h>
 
 const unsigned int CNIMBUS_RENAME_NOREPLACE = RENAME_NOREPLACE;
 const unsigned int CNIMBUS_RENAME_EXCHANGE = RENAME_EXCHANGE;
@@ -158,3 +159,9 @@ const unsigned long CNIMBUS_PR_CAP_AMBIENT_CLEAR_ALL = PR_CAP_AMBIENT_CLEAR_ALL;
 const int CNIMBUS_PR_SET_NO_NEW_PRIVS = PR_SET_NO_NEW_PRIVS;
 const int CNIMBUS_PR_GET_NO_NEW_PRIVS = PR_GET_NO_NEW_PRIVS;
 const int CNIMBUS_CAP_SYS_ADMIN = CAP_SYS_ADMIN;
+int cnimbus_fstatfs_type(int fd, long long *type) {
+    struct statfs st;
+    if (fstatfs(fd, &st) == -1) return -1;
+    *type = (long long)st.f_type;
+    return 0;
+}

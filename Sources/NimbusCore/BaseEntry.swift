@@ -17,6 +17,11 @@ public struct BaseEntry: Hashable, Sendable {
     /// are taken from a coarse clock (a few ms); this leaves a wide margin.
     public static let ambiguityWindow: Int64 = 50_000_000
 
+    /// Put in a base's cloud mtime when the cloud file turned out to have been replaced by
+    /// another device although its (cached) metadata looked unchanged: no real file has it,
+    /// so the next comparison sees a change.
+    public static let replacedElsewhereMtime: Int64 = -1
+
     public init(local: FileMetadata, cloud: FileMetadata, hash: ContentHash? = nil, isAmbiguous: Bool = false) {
         self.local = local
         self.cloud = cloud

@@ -53,7 +53,15 @@ extension ControlHandler {
                             deviceName: engine.settings.deviceName, daemonVersion: NimbusVersion.string,
                             startedAtNs: context.startedAtNs, clients: clients, errors: engine.errorCount,
                             versionsCount: status.versionsCount, versionsBytes: status.versionsBytes,
-                            placeholderStyle: context.placeholderStyle?.wireName, placeholderStyleReason: context.placeholderStyle?.reason)
+                            placeholderStyle: context.placeholderStyle?.wireName, placeholderStyleReason: context.placeholderStyle?.reason,
+                            cloudFilesystem: status.cloudCapabilities.map { Self.describe($0, status.cloudWriteProtocol) })
+    }
+
+    static func describe(_ c: FilesystemCapabilities, _ p: WriteProtocol) -> CloudFilesystem {
+        CloudFilesystem(type: c.type, network: c.isNetwork, renameNoReplace: c.renameNoReplace,
+                        renameExchange: c.renameExchange, hardLinks: c.hardLinks, xattrs: c.extendedAttributes,
+                        mtimePrecisionNs: c.mtimePrecision, replace: p.replace.rawValue, create: p.create.rawValue,
+                        verifiesContent: p.verifiesContent)
     }
 
     static func describe(_ phase: EnginePhase) -> (name: String, reason: String?) {

@@ -58,4 +58,8 @@ public struct EngineStatus: Sendable {
     /// since: how many versions, and their bytes.
     public var versionsCount = 0
     public var versionsBytes: Int64 = 0
+    /// What the cloud folder's filesystem supports, once probed (at pairing).
+    public var cloudCapabilities: FilesystemCapabilities?
+    /// How the cloud folder is written, chosen from `cloudCapabilities`.
+    public var cloudWriteProtocol: WriteProtocol = .local
 }

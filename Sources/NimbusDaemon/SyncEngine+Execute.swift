@@ -85,7 +85,7 @@ extension SyncEngine {
             try system(side).rename(path, to: copyName, replacing: false)
         case .remove(let path, let side, let expected):
             try expect(path, on: side, expected)
-            try removeKeepingVersion(path, on: side)
+            try removeKeepingVersion(path, on: side, expected: expected)
             setRecord(path, nil)
             noteDeletion(on: side)
             emit(.removed(path, on: side))
@@ -108,7 +108,7 @@ extension SyncEngine {
             try expect(path, on: side.other, source)
             if let replacing {
                 try expect(path, on: side, replacing)
-                try removeKeepingVersion(path, on: side)
+                try removeKeepingVersion(path, on: side, expected: replacing)
             }
             try system(side).makeSymlink(path, target: source.symlinkTarget ?? [])
             // Its own time, as `cp -a` keeps it (utimensat with AT_SYMLINK_NOFOLLOW).
@@ -164,20 +164,23 @@ extension SyncEngine {
             ? VersionStore(device: settings.deviceName).location(for: pending.path, at: clock.wallNow) : nil
         let installed: FileMetadata
         var hash: ContentHash?
+        let fresh = isFresh(pending.source)
         do {
-            // A fresh mtime may hide a same-size rewrite in the same tick: keep the hash of
-            // exactly what was copied (the temporary file, which nobody else touches).
-            if isFresh(pending.source) { hash = try fs.contentHash(of: pending.prepared.temporary) }
+            // A fresh mtime may hide a same-size rewrite in the same tick, and a shared network
+            // cloud is checked by content before each replace: keep the hash of exactly what was
+            // copied (the temporary file, which nobody else touches).
+            if fresh || verifiesCloudContent { hash = try fs.contentHash(of: pending.prepared.temporary) }
             if pending.side == .local { markState(.downloaded, of: pending.prepared.temporary) }
+            let expectedHash = pending.side == .cloud && pending.replacing != nil ? expectedCloudHash(pending.path) : nil
             installed = try fs.install(pending.prepared, at: pending.path, replacing: pending.replacing,
-                                       displacedTo: displaced, durable: durable)
+                                       expectedHash: expectedHash, displacedTo: displaced, durable: durable)
         } catch {
             fs.discard(pending.prepared)
             if pending.side == .local { leftoverCopiesPossible.store(true, ordering: .relaxed) }
             throw error
         }
-        let base = pending.side == .cloud ? BaseEntry(local: pending.source, cloud: installed, hash: hash, isAmbiguous: true)
-                                          : BaseEntry(local: installed, cloud: pending.source, hash: hash, isAmbiguous: true)
+        let base = pending.side == .cloud ? BaseEntry(local: pending.source, cloud: installed, hash: hash, isAmbiguous: fresh)
+                                          : BaseEntry(local: installed, cloud: pending.source, hash: hash, isAmbiguous: fresh)
         updateRecord(pending.path, creating: base) {
             $0.base = base
             $0.isPlaceholder = false  // Real content on both sides now.
@@ -220,27 +223,31 @@ extension SyncEngine {
     }
 
     /// A cloud entry is moved to the versions store; a local one (which equals the base,
-    /// already checked) is removed, unless a program has it open for writing.
-    func removeKeepingVersion(_ path: RelativePath, on side: Side) throws {
+    /// already checked) is removed, unless a program has it open for writing. On a shared
+    /// network cloud, what was moved is checked against the base's content hash
+    /// (`FileSystem.moveAside`): another device's version is put back, never silently kept
+    /// only in the versions store. `expected` is what the plan saw (nil: whatever is there).
+    func removeKeepingVersion(_ path: RelativePath, on side: Side, expected: FileMetadata? = nil) throws {
         let fs = system(side)
         guard side == .cloud else {
             try ensureNotOpenForWriting(path)
             return try fs.removeFile(path)
         }
-        try moveToVersions(path, filedUnder: path)
+        try moveToVersions(path, filedUnder: path, expected: expected)
     }
 
     /// Moves the cloud file at `path` into the versions store as a version of `file` (itself,
-    /// or the file a conflict copy belongs to).
-    func moveToVersions(_ path: RelativePath, filedUnder file: RelativePath) throws {
+    /// or the file a conflict copy belongs to), checking what was moved against `expected`.
+    func moveToVersions(_ path: RelativePath, filedUnder file: RelativePath, expected: FileMetadata? = nil) throws {
         let store = VersionStore(device: settings.deviceName)
         let now = clock.wallNow
-        let size = (try? cloud.metadata(of: path))?.size ?? 0
+        let hash = expected == nil ? nil : expectedCloudHash(path)
+        guard let expected = try expected ?? cloud.metadata(of: path) else { throw CopyError.destinationChanged(path) }
         try makeDirectories(store.location(for: file, at: now).parent, in: cloud)
         for attempt in 1... {
             do {
-                try cloud.rename(path, to: store.location(for: file, at: now, attempt: attempt), replacing: false)
-                return noteVersionKept(size: size)
+                try cloud.moveAside(path, to: store.location(for: file, at: now, attempt: attempt), expected: expected, hash: hash)
+                return noteVersionKept(size: expected.size)
             } catch let error as SystemError where error.errno == .fileExists && attempt < 100 {
                 continue
             }
@@ -300,6 +307,9 @@ extension SyncEngine {
         switch error {
         case is ChangedSincePlanned, CopyError.destinationChanged:
             log.info("\(error)")
+            again.insert(path)
+        case CopyError.notTheSyncedVersion(let replaced, let keptAt):
+            anotherDeviceReplaced(replaced, keptAt: keptAt)
             again.insert(path)
         case CopyError.sourceChanged:
             log.info("\(error)")

@@ -202,6 +202,7 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
                 return false
             }
             if wasHalted { log.notice("both folders are back; sync resumes") }
+            probeCloudIfNeeded(force: wasHalted)
             return true
         case .missing(let message):
             let isNew = state.withLock { s -> Bool in

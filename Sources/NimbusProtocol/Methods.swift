@@ -107,11 +107,15 @@ public struct StatusResult: Codable, Sendable, Equatable {
     /// `real-name` (the file itself, fetched when opened), and why that style.
     public var placeholderStyle: String?
     public var placeholderStyleReason: String?
+    /// What the cloud folder's filesystem supports and how it is written; absent until probed.
+    public var cloudFilesystem: CloudFilesystem?
     public init(phase: String, reason: String?, paused: Bool, tracked: Int, heldDeletes: Int, conflicts: Int,
                 bytesCopied: Int64, filesCopied: Int, lastError: String?, instance: String, localRoot: String,
                 cloudRoot: String, deviceName: String, daemonVersion: String, startedAtNs: Int64, clients: Int,
                 errors: Int = 0, versionsCount: Int = 0, versionsBytes: Int64 = 0,
-                placeholderStyle: String? = nil, placeholderStyleReason: String? = nil) {
+                placeholderStyle: String? = nil, placeholderStyleReason: String? = nil,
+                cloudFilesystem: CloudFilesystem? = nil) {
+        self.cloudFilesystem = cloudFilesystem
         self.phase = phase
         self.reason = reason
         self.paused = paused
@@ -140,6 +144,38 @@ public struct StatusResult: Codable, Sendable, Equatable {
     /// pause. `nimbusctl status` exits 1 then, 0 when all is in sync or syncing by itself.
     public var needsAttention: Bool {
         phase == "halted" || paused || heldDeletes > 0 || conflicts > 0 || (errors ?? 0) > 0
+    }
+}
+
+/// The cloud folder's filesystem as probed at pairing (DESIGN §3): `type` as statfs names it
+/// (`ext4`, `nfs`, `fuse`…), `network` (written by other machines, attributes cached), which
+/// safe-write operations it supports, its mtime precision in nanoseconds, and the protocol
+/// chosen from them: `replace` (`exchange` or `move-aside`), `create` (`rename-noreplace`,
+/// `link` or `open-exclusive`), `verifiesContent`.
+public struct CloudFilesystem: Codable, Sendable, Equatable {
+    public var type: String
+    public var network: Bool
+    public var renameNoReplace: Bool
+    public var renameExchange: Bool
+    public var hardLinks: Bool
+    public var xattrs: Bool
+    public var mtimePrecisionNs: Int64
+    public var replace: String
+    public var create: String
+    public var verifiesContent: Bool
+
+    public init(type: String, network: Bool, renameNoReplace: Bool, renameExchange: Bool, hardLinks: Bool,
+                xattrs: Bool, mtimePrecisionNs: Int64, replace: String, create: String, verifiesContent: Bool) {
+        self.type = type
+        self.network = network
+        self.renameNoReplace = renameNoReplace
+        self.renameExchange = renameExchange
+        self.hardLinks = hardLinks
+        self.xattrs = xattrs
+        self.mtimePrecisionNs = mtimePrecisionNs
+        self.replace = replace
+        self.create = create
+        self.verifiesContent = verifiesContent
     }
 }
 

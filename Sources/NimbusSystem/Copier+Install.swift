@@ -1,14 +1,20 @@
 import Glibc
 
 /// The second half of an atomic copy (DESIGN §3): puts a prepared temporary file at its
-/// destination without ever overwriting a file the plan did not expect.
+/// destination without ever overwriting a file the plan did not expect. How depends on the
+/// filesystem's `WriteProtocol`:
 ///
-/// - A create uses `RENAME_NOREPLACE`: a file that appeared meanwhile is never replaced.
-/// - A replace swaps the two files with `RENAME_EXCHANGE`, then checks the file it took out:
-///   the check and the swap cannot be separated by someone else's write, because the file
-///   checked is the one that was swapped out. A wrong one is swapped back.
-/// - Where the filesystem cannot exchange (NFS, SMB, most FUSE), the old file is checked,
-///   moved away, and the new one renamed in with `RENAME_NOREPLACE`, leaving a short window.
+/// - A create never replaces a file that appeared meanwhile: `RENAME_NOREPLACE`, or where a
+///   network filesystem refuses it, `link(2)` (exclusive on the server), or a name claimed with
+///   `O_EXCL`.
+/// - `exchange`: the two files are swapped with `RENAME_EXCHANGE`, then the file taken out is
+///   checked: the check and the swap cannot be separated by someone else's write, because the
+///   file checked is the one that was swapped out. A wrong one is swapped back.
+/// - `moveAside` (NFS, SMB, FUSE): the old file is moved out of the way (into the versions
+///   store, or to a temporary name), then what was moved is checked: its attributes read after
+///   the rename (which a client cannot answer from a stale cache) and, with `expectedHash`, its
+///   content. A wrong one is put back exclusively and nothing is installed; another device that
+///   replaced the file meanwhile can thus never be overwritten silently.
 ///
 /// With `refusesOpenWriters`, a file some program has open for writing is not replaced
 /// (`CopyError.destinationInUse`): the program's later writes would go to a file without a
@@ -21,11 +27,23 @@ struct Installer {
     let root: FileDescriptor
     /// The local root: a file open for writing there is not replaced.
     var refusesOpenWriters = false
-    /// False only in tests, to walk the path taken on filesystems without `RENAME_EXCHANGE`.
-    var exchangeSupported = true
+    /// How the destination's filesystem is written (see above).
+    var writeProtocol: WriteProtocol = .local
+
+    init(root: FileDescriptor, refusesOpenWriters: Bool = false, writeProtocol: WriteProtocol = .local) {
+        self.root = root
+        self.refusesOpenWriters = refusesOpenWriters
+        self.writeProtocol = writeProtocol
+    }
+
+    /// `exchangeSupported: false` walks the path taken on filesystems without `RENAME_EXCHANGE` (tests).
+    init(root: FileDescriptor, refusesOpenWriters: Bool = false, exchangeSupported: Bool) {
+        self.init(root: root, refusesOpenWriters: refusesOpenWriters, writeProtocol: exchangeSupported ? .local
+                    : WriteProtocol(replace: .moveAside, create: .renameNoReplace, verifiesContent: false))
+    }
 
     func install(_ copy: PreparedCopy, at destination: RelativePath, replacing: FileMetadata?,
-                 displacedTo: RelativePath?, durable: Bool) throws -> FileMetadata {
+                 expectedHash: ContentHash? = nil, displacedTo: RelativePath?, durable: Bool) throws -> FileMetadata {
         do {
             try root.withParent(of: copy.temporary) { temporaryDirectory, temporaryName in
                 try root.withParent(of: destination) { destinationDirectory, destinationName in
@@ -33,7 +51,7 @@ struct Installer {
                                     destination: (destinationDirectory, destinationName),
                                     temporaryPath: copy.temporary, destinationPath: destination)
                     if let replacing {
-                        try move.replace(replacing, displacedTo: displacedTo)
+                        try move.replace(replacing, hash: expectedHash, displacedTo: displacedTo)
                     } else {
                         try move.create()
                     }
@@ -65,22 +83,36 @@ struct Installer {
     }
 
     /// Moves the entry `name` of `directory` to `target` (creating its parent directories); a
-    /// name taken there gets " (2)", " (3)"… appended rather than being replaced.
-    func displace(_ name: SystemPath, in directory: FileDescriptor, to target: RelativePath) throws {
+    /// name taken there gets " (2)", " (3)"… appended rather than being replaced. Returns
+    /// where it went.
+    @discardableResult
+    func displace(_ name: SystemPath, in directory: FileDescriptor, to target: RelativePath) throws -> RelativePath {
         try attributing("mkdir", target.parent.shown) { try root.makeDirectories(target.parent) }
-        try attributing("rename", target.shown) {
+        return try attributing("rename", target.shown) {
             try root.withParent(of: target) { targetDirectory, targetName in
                 var candidate = targetName
                 var number = 1
                 while true {
                     do {
-                        return try directory.renameNoReplace(name, to: candidate, in: targetDirectory)
+                        try directory.renameToPrivateName(name, to: candidate, in: targetDirectory)
+                        return try target.parent.appending(name: candidate.bytes)
                     } catch let error as Errno where error == .fileExists {
                         number += 1
                         candidate = SystemPath(bytes: targetName.bytes + Array(" (\(number))".utf8))
                     }
                 }
             }
+        }
+    }
+
+    /// Puts the temporary file at a name nobody holds, in the way `writeProtocol` says.
+    func createExclusively(_ from: SystemPath, in fromDirectory: FileDescriptor, to: SystemPath,
+                           in toDirectory: FileDescriptor) throws {
+        switch writeProtocol.create {
+        case .renameNoReplace, .hardLink:
+            try fromDirectory.renameNoReplace(from, to: to, in: toDirectory)
+        case .exclusiveOpen:
+            try fromDirectory.claimAndRename(from, to: to, in: toDirectory)
         }
     }
 }
@@ -100,14 +132,15 @@ private struct Move {
 
     func create() throws {
         do {
-            try temporary.directory.renameNoReplace(temporary.name, to: destination.name, in: destination.directory)
+            try installer.createExclusively(temporary.name, in: temporary.directory, to: destination.name,
+                                            in: destination.directory)
         } catch let error as Errno where error == .fileExists {
             throw CopyError.destinationChanged(destinationPath)
         }
     }
 
-    func replace(_ expected: FileMetadata, displacedTo: RelativePath?) throws {
-        if installer.exchangeSupported, try exchange() {
+    func replace(_ expected: FileMetadata, hash: ContentHash?, displacedTo: RelativePath?) throws {
+        if installer.writeProtocol.replace == .exchange, try exchange() {
             // The old file now has the temporary name.
             do {
                 // Asked before the metadata check: a writer that closes in between has written
@@ -117,6 +150,10 @@ private struct Move {
                 }
                 let old = try temporary.directory.metadata(of: temporary.name)
                 guard old.isSame(as: expected) else { throw CopyError.destinationChanged(destinationPath) }
+                if let hash, old.kind == .file,
+                   try installer.root.contentHash(of: temporaryPath) != hash {
+                    throw CopyError.notTheSyncedVersion(destinationPath, keptAt: nil)  // Swapped back below.
+                }
                 try dispose(old, at: temporary, displacedTo: displacedTo)
             } catch {
                 // Swap back. Failing that (the destination vanished or the disk failed in the last
@@ -135,19 +172,31 @@ private struct Move {
         } catch let error as Errno where error == .noSuchFile {
             throw CopyError.destinationChanged(destinationPath)
         }
+        // What a client's cache says: a quick refusal, never the proof (see `verifyMoved`).
         guard current.isSame(as: expected) else { throw CopyError.destinationChanged(destinationPath) }
         if installer.refusesOpenWriters && destination.directory.isOpenForWriting(destination.name) {
             throw CopyError.destinationInUse(destinationPath)
         }
-        // Out of the way first, so the new file goes in with NOREPLACE and a file someone creates
+        // Out of the way first, so the new file goes in exclusively and a file someone creates
         // in between is never overwritten.
+        let asidePath: RelativePath
         if let displacedTo {
-            try installer.displace(destination.name, in: destination.directory, to: displacedTo)
+            asidePath = try installer.displace(destination.name, in: destination.directory, to: displacedTo)
+        } else {
+            let aside = SystemPath(bytes: TemporaryFile.randomName())
+            do {
+                try destination.directory.renameToPrivateName(destination.name, to: aside, in: destination.directory)
+            } catch let error as Errno where error == .noSuchFile {
+                throw CopyError.destinationChanged(destinationPath)
+            }
+            asidePath = try destinationPath.parent.appending(name: aside.bytes)
+        }
+        try installer.verifyMoved(asidePath, from: destinationPath, expected: expected, hash: hash)
+        guard displacedTo == nil else {
             try create()  // If someone took the name meanwhile, the old file is safe in the store.
             return
         }
-        let aside = SystemPath(bytes: TemporaryFile.randomName())
-        try destination.directory.renameNoReplace(destination.name, to: aside, in: destination.directory)
+        let aside = SystemPath(bytes: asidePath.name)
         do {
             try create()
         } catch {

@@ -7,22 +7,7 @@ extension DiskFileSystem {
     /// when the file is written to while it is read (the hash would match no version of it),
     /// `CopyError.notAFile` when it is not a regular file.
     public func contentHash(of path: RelativePath) throws -> ContentHash {
-        try withRegularFile(path) { file, before in
-            try? Sys.fadvise(file.rawValue, POSIX_FADV_SEQUENTIAL)  // Advice only.
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 4096)
-            defer { buffer.deallocate() }
-            var hasher = XXHash64()
-            var size: Int64 = 0
-            while true {
-                let count = try attributing("read", path.shown) { try file.read(into: buffer) }
-                if count == 0 { break }
-                hasher.update(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
-                size += Int64(count)
-            }
-            let after = try attributing("fstat", path.shown) { try Sys.fstat(file.rawValue) }
-            guard after.isUnchanged(since: before) else { throw CopyError.sourceChanged(path) }
-            return ContentHash(value: hasher.finalize(), size: size)
-        }
+        try withRegularFile(path) { file, before in try file.contentHash(path: path, status: before) }
     }
 
     /// The whole file; `EFBIG` when it is larger than `limit`.
@@ -100,9 +85,21 @@ extension DiskFileSystem {
 
     public func install(_ copy: PreparedCopy, at destination: RelativePath, replacing: FileMetadata?,
                         displacedTo: RelativePath?, durable: Bool) throws -> FileMetadata {
+        try install(copy, at: destination, replacing: replacing, expectedHash: nil, displacedTo: displacedTo, durable: durable)
+    }
+
+    public func install(_ copy: PreparedCopy, at destination: RelativePath, replacing: FileMetadata?,
+                        expectedHash: ContentHash?, displacedTo: RelativePath?, durable: Bool) throws -> FileMetadata {
         try withRoot { root in
-            try Installer(root: root, refusesOpenWriters: protectsOpenWriters).install(copy, at: destination, replacing: replacing,
-                                              displacedTo: displacedTo, durable: durable)
+            try Installer(root: root, refusesOpenWriters: protectsOpenWriters, writeProtocol: writeProtocol).install(
+                copy, at: destination, replacing: replacing, expectedHash: expectedHash, displacedTo: displacedTo,
+                durable: durable)
+        }
+    }
+
+    public func moveAside(_ path: RelativePath, to target: RelativePath, expected: FileMetadata, hash: ContentHash?) throws {
+        try withRoot { root in
+            try Installer(root: root, writeProtocol: writeProtocol).moveAside(path, to: target, expected: expected, hash: hash)
         }
     }
 
@@ -168,3 +165,35 @@ extension DiskFileSystem {
         return parent
     }
 }
+
+extension FileDescriptor {
+    /// Hash of this open regular file read from the start; `status` is its fstat before
+    /// reading. Throws `CopyError.sourceChanged` when it was written to while it was read.
+    func contentHash(path: RelativePath, status before: stat) throws -> ContentHash {
+        try? Sys.fadvise(rawValue, POSIX_FADV_SEQUENTIAL)  // Advice only.
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 4096)
+        defer { buffer.deallocate() }
+        var hasher = XXHash64()
+        var size: Int64 = 0
+        while true {
+            let count = try attributing("read", path.shown) { try read(into: buffer) }
+            if count == 0 { break }
+            hasher.update(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+            size += Int64(count)
+        }
+        let after = try attributing("fstat", path.shown) { try Sys.fstat(rawValue) }
+        guard after.isUnchanged(since: before) else { throw CopyError.sourceChanged(path) }
+        return ContentHash(value: hasher.finalize(), size: size)
+    }
+
+    /// Hash of the regular file `path` beneath this root, read through a fresh open.
+    func contentHash(of path: RelativePath) throws -> ContentHash {
+        let file = try attributing("open", path.shown) { try FileDescriptor.open(beneath: self, path, [.noFollow, .nonBlocking]) }
+        return try file.closeAfter {
+            let status = try attributing("fstat", path.shown) { try Sys.fstat(file.rawValue) }
+            guard status.st_mode & S_IFMT == S_IFREG else { throw CopyError.notAFile(path) }
+            return try file.contentHash(path: path, status: status)
+        }
+    }
+}
+

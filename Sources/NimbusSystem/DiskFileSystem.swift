@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 
 /// The real `FileSystem`: a directory tree on a local disk or a network mount.
 ///
@@ -20,6 +21,11 @@ public final class DiskFileSystem: FileSystem {
     public let temporaryDirectory: RelativePath?
     public let protectsOpenWriters: Bool
     private let rootDirectory: RootDirectory
+    /// How files are put in place; `.local` until the engine adopts what a probe found.
+    let writeProtocolBox = Mutex<WriteProtocol>(.local)
+    var writeProtocol: WriteProtocol { writeProtocolBox.withLock { $0 } }
+
+    public func adopt(_ writeProtocol: WriteProtocol) { writeProtocolBox.withLock { $0 = writeProtocol } }
 
     public init(root: SystemPath, temporaryDirectory: RelativePath? = nil, protectsOpenWriters: Bool = false) {
         self.root = root
@@ -88,12 +94,40 @@ public final class DiskFileSystem: FileSystem {
                     try root.withParent(of: to) { toDirectory, toName in
                         if replacing {
                             try fromDirectory.rename(fromName, to: toName, in: toDirectory, mode: .replace)
-                        } else {
+                        } else if writeProtocol.create == .renameNoReplace {
                             try fromDirectory.renameNoReplace(fromName, to: toName, in: toDirectory)
+                        } else {
+                            try moveSharedName(fromName, in: fromDirectory, to: toName, in: toDirectory)
                         }
                     }
                 }
             }
+        }
+    }
+
+    /// A rename that never replaces, on a filesystem without `RENAME_NOREPLACE` that others
+    /// write too: `from` is first renamed to a private name (one rename takes exactly one file,
+    /// whatever another device did to the name), then put at `to` exclusively (`link`, or a name
+    /// claimed with `O_EXCL`); if `to` is taken, it goes back to `from` the same way.
+    private func moveSharedName(_ from: SystemPath, in fromDirectory: FileDescriptor, to: SystemPath,
+                                in toDirectory: FileDescriptor) throws {
+        // Not a temporary name: the start-up sweep must never delete a file stuck there.
+        let aside = SystemPath(bytes: Array(".nimbus-moving-".utf8) + TemporaryFile.randomName().dropFirst(TemporaryName.prefix.count))
+        try fromDirectory.renameToPrivateName(from, to: aside, in: fromDirectory)
+        let exclusive = { (name: SystemPath, directory: FileDescriptor) throws in
+            if self.writeProtocol.create == .hardLink {
+                try fromDirectory.renameNoReplace(aside, to: name, in: directory)
+            } else {
+                try fromDirectory.claimAndRename(aside, to: name, in: directory)
+            }
+        }
+        do {
+            try exclusive(to, toDirectory)
+        } catch {
+            // Back where it was; should someone have taken that name meanwhile, the entry keeps
+            // its `.nimbus-moving-` name (and syncs as a file of that name) rather than replace theirs.
+            try? exclusive(from, fromDirectory)
+            throw error
         }
     }
 

@@ -47,9 +47,12 @@ extension FileDescriptor {
     ///
     /// `renameat2(RENAME_NOREPLACE)` is atomic, but NFS, SMB and many FUSE filesystems refuse the
     /// flag (`EINVAL`). Then `linkat` + `unlinkat` gives the same guarantee for files and symlinks;
-    /// where hard links are refused too (directories, some FUSE filesystems), the last resort is a
-    /// check followed by a plain rename, with a short window in which a file created by someone
-    /// else could be replaced.
+    /// where hard links are refused too (some FUSE filesystems), the name is claimed with
+    /// `O_EXCL` and the file renamed over the claim (`claimAndRename`).
+    ///
+    /// For a file only this process uses as `from` (a temporary file): `linkat` + `unlinkat`
+    /// of a shared name could unlink a file another device put there in between; such moves
+    /// use `renameToPrivateName`.
     func renameNoReplace(_ from: SystemPath, to: SystemPath, in directory: FileDescriptor) throws {
         do {
             return try rename(from, to: to, in: directory, mode: .noReplace)
@@ -60,8 +63,24 @@ extension FileDescriptor {
             try Sys.linkat(rawValue, from, directory.rawValue, to)
             try removeFile(from)
             return
-        } catch let error as Errno where error == .notPermitted || error == .notSupported {
+        } catch let error as Errno where error == .notPermitted || error == .notSupported || error == .notImplemented {
             // No hard links on this filesystem, or `from` is a directory.
+        }
+        try claimAndRename(from, to: to, in: directory)
+    }
+
+    /// Moves a name others may use (`from`, in a shared cloud folder) to a name only this
+    /// device uses (the versions store, a random temporary name): `EEXIST` when `to` exists.
+    ///
+    /// Never `link` + `unlink` here: another device that replaced `from` between the two
+    /// calls would have its new file unlinked. A single rename moves exactly one file; where
+    /// `RENAME_NOREPLACE` is refused, `to` is checked first, which is safe because nobody else
+    /// creates that name.
+    func renameToPrivateName(_ from: SystemPath, to: SystemPath, in directory: FileDescriptor) throws {
+        do {
+            return try rename(from, to: to, in: directory, mode: .noReplace)
+        } catch let error as Errno where error == .invalidArgument || error == .notSupported {
+            // Not supported here.
         }
         if (try? directory.metadata(of: to)) != nil { throw Errno.fileExists }
         try rename(from, to: to, in: directory, mode: .replace)

@@ -54,6 +54,24 @@ public protocol FileSystem: Sendable {
     func install(_ copy: PreparedCopy, at destination: RelativePath, replacing: FileMetadata?,
                  displacedTo: RelativePath?, durable: Bool) throws -> FileMetadata
 
+    /// `install`, with the content hash the replaced file must have (the base's, when known):
+    /// on a filesystem whose `WriteProtocol` verifies content, a file with other content is
+    /// `CopyError.notTheSyncedVersion`, even when its metadata looks unchanged.
+    func install(_ copy: PreparedCopy, at destination: RelativePath, replacing: FileMetadata?,
+                 expectedHash: ContentHash?, displacedTo: RelativePath?, durable: Bool) throws -> FileMetadata
+
+    /// Moves `path` to `target`, a free name only this device uses (the versions store;
+    /// `EEXIST` when taken), if it is still `expected` (`CopyError.destinationChanged`
+    /// otherwise). What was moved is then checked (attributes, and content when `hash` is
+    /// given); another version is put back and `CopyError.notTheSyncedVersion` thrown.
+    func moveAside(_ path: RelativePath, to target: RelativePath, expected: FileMetadata, hash: ContentHash?) throws
+
+    /// What this filesystem supports for safe writes, tried on scratch files in `directory`.
+    func probeCapabilities(in directory: RelativePath) throws -> FilesystemCapabilities
+
+    /// From now on, put files in place as `writeProtocol` says (chosen from the capabilities).
+    func adopt(_ writeProtocol: WriteProtocol)
+
     /// Removes a prepared copy that will not be installed.
     func discard(_ copy: PreparedCopy)
 
@@ -105,6 +123,26 @@ extension FileSystem {
     /// No program writes to a simulated tree behind the engine's back.
     public func isOpenForWriting(_ path: RelativePath) -> Bool { false }
     public func isOpenElsewhere(_ path: RelativePath) -> Bool? { nil }
+
+    public func install(_ copy: PreparedCopy, at destination: RelativePath, replacing: FileMetadata?,
+                        expectedHash: ContentHash?, displacedTo: RelativePath?, durable: Bool) throws -> FileMetadata {
+        try install(copy, at: destination, replacing: replacing, displacedTo: displacedTo, durable: durable)
+    }
+
+    /// A filesystem without caches (the in-memory one): the check before the move is the truth.
+    public func moveAside(_ path: RelativePath, to target: RelativePath, expected: FileMetadata, hash: ContentHash?) throws {
+        guard let current = try metadata(of: path), current.isUnchanged(from: expected) else {
+            throw CopyError.destinationChanged(path)
+        }
+        if let hash, current.kind == .file, try contentHash(of: path) != hash {
+            throw CopyError.notTheSyncedVersion(path, keptAt: nil)
+        }
+        try rename(path, to: target, replacing: false)
+    }
+
+    public func probeCapabilities(in directory: RelativePath) throws -> FilesystemCapabilities { .complete }
+
+    public func adopt(_ writeProtocol: WriteProtocol) {}
 }
 
 public struct ScanResult: Sendable {
@@ -147,6 +185,10 @@ public enum CopyError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The destination is open for writing in a program: replacing it would send the
     /// program's later writes to a file without a name. Tried again once it is closed.
     case destinationInUse(RelativePath)
+    /// The file about to be replaced or deleted turned out, once moved aside, not to be the
+    /// version last synced (another device replaced it, and a cache hid it). It was put back,
+    /// or, when its name was taken again meanwhile, left at `keptAt`.
+    case notTheSyncedVersion(RelativePath, keptAt: RelativePath?)
 
     public var description: String {
         switch self {
@@ -154,6 +196,8 @@ public enum CopyError: Error, Hashable, Sendable, CustomStringConvertible {
         case .destinationChanged(let p): "\(p) was changed by someone else before it could be replaced"
         case .notAFile(let p): "\(p) is not a regular file"
         case .destinationInUse(let p): "\(p) is open for writing in a program; it is synced once the program closes it"
+        case .notTheSyncedVersion(let p, let kept):
+            "\(p) was replaced by another device (its metadata was cached)" + (kept.map { "; that version is kept at \($0)" } ?? "")
         }
     }
 }

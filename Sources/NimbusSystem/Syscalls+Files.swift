@@ -49,6 +49,13 @@ extension Sys {
 
     /// Makes a second name for a file; fails with `EEXIST` rather than replace anything.
     /// The corresponding C function is `linkat`.
+    /// The filesystem's magic number (`statfs.f_type`).
+    static func filesystemType(_ fd: Int32) throws -> Int64 {
+        var type: Int64 = 0
+        _ = try retrying { cnimbus_fstatfs_type(fd, &type) }
+        return type
+    }
+
     static func linkat(_ fromDir: Int32, _ from: SystemPath, _ toDir: Int32, _ to: SystemPath) throws {
         _ = try withCPath(from) { f in
             try withCPath(to) { t in try retrying { Glibc.linkat(fromDir, f, toDir, t, 0) } }

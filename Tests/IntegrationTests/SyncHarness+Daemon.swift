@@ -27,9 +27,12 @@ final class SyncDaemon {
         notifyPath = home + "/notify-" + device + ".sock"
     }
 
+    /// More options for every launch (`--config FILE`…).
+    var extraArguments: [String] = []
+
     var arguments: [String] {
         ["--local", local, "--cloud", cloud, "--state-dir", stateDirectory, "--socket", socketPath,
-         "--device-name", device, "--log-level", "debug"]
+         "--device-name", device, "--log-level", "debug"] + extraArguments
     }
 
     var isRunning: Bool { process?.isRunning ?? false }

@@ -12,6 +12,7 @@ enum Render {
         table.add(["Local", Table.Cell(s.localRoot)])
         table.add(["Cloud", Table.Cell(s.cloudRoot)])
         table.add(["Device", Table.Cell("\(s.deviceName) · instance \(s.instance) · nimbusd \(s.daemonVersion)")])
+        if let fs = s.cloudFilesystem { table.add(["Cloud fs", Table.Cell(cloudFilesystem(fs))]) }
         table.add(["Files", Table.Cell(Format.count(s.tracked, "entry", "entries") + " in sync")])
         table.add(["Copied", Table.Cell(Format.count(s.filesCopied, "file") + " (" + Format.size(s.bytesCopied)
                                         + ") since nimbusd started " + c.ago(s.startedAtNs))])
@@ -71,6 +72,18 @@ enum Render {
         case "starting": ("Starting", .cyan)
         default: (s.phase, .bold)
         }
+    }
+
+    /// "fuse (network), replace by move-aside, create by link, content verified; mtime 1 s, no xattrs".
+    static func cloudFilesystem(_ fs: CloudFilesystem) -> String {
+        let precision = switch fs.mtimePrecisionNs {
+        case ..<1_000: "\(fs.mtimePrecisionNs) ns"
+        case ..<1_000_000: "\(fs.mtimePrecisionNs / 1_000) µs"
+        case ..<1_000_000_000: "\(fs.mtimePrecisionNs / 1_000_000) ms"
+        default: "\(fs.mtimePrecisionNs / 1_000_000_000) s"
+        }
+        return "\(fs.type)\(fs.network ? " (network)" : ""), replace by \(fs.replace), create by \(fs.create)"
+            + (fs.verifiesContent ? ", content verified" : "") + "; mtime \(precision)" + (fs.xattrs ? "" : ", no xattrs")
     }
 
     // MARK: ls

@@ -1,0 +1,39 @@
+import NimbusCore
+import NimbusSystem
+import Testing
+
+/// How each kind of cloud filesystem is written (DESIGN §3).
+@Suite struct WriteProtocolChoiceTests {
+    static func filesystem(noReplace: Bool, exchange: Bool, links: Bool, precision: Int64 = 1,
+                           network: Bool) -> FilesystemCapabilities {
+        FilesystemCapabilities(type: "test", renameNoReplace: noReplace, renameExchange: exchange, hardLinks: links,
+                               extendedAttributes: true, mtimePrecision: precision, isNetwork: network)
+    }
+
+    @Test func aLocalDiskSwapsAndTrustsMetadata() {
+        #expect(WriteProtocol.choose(for: .complete) == .local)
+        #expect(WriteProtocol.choose(for: Self.filesystem(noReplace: true, exchange: true, links: true, network: false))
+                == WriteProtocol(replace: .exchange, create: .renameNoReplace, verifiesContent: false))
+    }
+
+    /// sshfs and NFS: no renameat2 flags, hard links on the server, cached attributes.
+    @Test func sshfsAndNFSMoveAsideLinkAndVerifyContent() {
+        let sshfs = Self.filesystem(noReplace: false, exchange: false, links: true, precision: 1_000_000_000, network: true)
+        #expect(WriteProtocol.choose(for: sshfs) == WriteProtocol(replace: .moveAside, create: .hardLink, verifiesContent: true))
+    }
+
+    /// rclone and other FUSE filesystems without hard links: the name is claimed with O_EXCL.
+    @Test func withoutHardLinksANameIsClaimedExclusively() {
+        let rclone = Self.filesystem(noReplace: false, exchange: false, links: false, network: true)
+        #expect(WriteProtocol.choose(for: rclone) == WriteProtocol(replace: .moveAside, create: .exclusiveOpen, verifiesContent: true))
+    }
+
+    /// Whatever else it supports, content is verified where metadata can hide another device's write.
+    @Test func contentIsVerifiedOnNetworksCoarseClocksAndWithoutExchange() {
+        #expect(WriteProtocol.choose(for: Self.filesystem(noReplace: true, exchange: true, links: true, network: true)).verifiesContent)
+        #expect(WriteProtocol.choose(for: Self.filesystem(noReplace: true, exchange: true, links: true,
+                                                          precision: 1_000_000_000, network: false)).verifiesContent)
+        #expect(WriteProtocol.choose(for: Self.filesystem(noReplace: true, exchange: false, links: true, network: false)).verifiesContent)
+        #expect(!WriteProtocol.choose(for: Self.filesystem(noReplace: false, exchange: true, links: true, network: false)).verifiesContent)
+    }
+}
