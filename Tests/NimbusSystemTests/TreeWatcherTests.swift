@@ -9,8 +9,8 @@ import Testing
 // creates a sentinel file afterwards: the kernel queues events in order, so once the sentinel
 // is reported everything before it has been too.
 //
-// Serialized: two tests lower inotify sysctls for a moment, which would make the watchers of
-// tests running alongside fail.
+// Serialized: one test lowers an inotify sysctl (the queue size) for a moment, which would
+// give the watchers other tests of this suite create meanwhile a tiny queue.
 @Suite(.serialized)
 struct TreeWatcherTests {
     @Test func reportsTheLifeOfAFile() throws {
@@ -268,33 +268,31 @@ struct TreeWatcherTests {
         try watcher.collect { $0.has(.created, "during/after", directory: false) }
     }
 
-    @Test(.enabled(if: getuid() == 0, "changes /proc/sys/fs/inotify: needs root"))
+    /// Lowering `fs.inotify.max_user_watches` would starve the daemons other suites run
+    /// alongside (and other people's processes): the limit is lowered instead in a user
+    /// namespace of its own (`user.max_inotify_watches` counts per namespace, and a new one
+    /// counts none yet), in which this test runs again in a child process.
+    @Test(.enabled(if: WatchLimitNamespace.isInside || WatchLimitNamespace.canRun,
+                   "needs a user namespace (unshare --user --map-root-user) to lower the inotify watch limit for this test alone"))
     func runningOutOfWatchesNamesTheSysctlAndTheWatchedDirectoriesStillReport() throws {
+        guard WatchLimitNamespace.isInside else {
+            return try WatchLimitNamespace.runAgainInside("TreeWatcherTests/runningOutOfWatchesNamesTheSysctlAndTheWatchedDirectoriesStillReport")
+        }
         let scratch = try WatchScratch()
         defer { scratch.remove() }
         for directory in 0..<60 { try scratch.makeDirectories("d\(directory)") }
 
-        // The limit counts every watch of the user, and other tests' daemons (same user, run in
-        // parallel) add and drop watches meanwhile: a run whose count moved under it is tried
-        // again, and only the last attempt is judged.
+        // Only this process watches anything in this namespace: 20 watches, no more.
         var atStart: [WatchEvent] = []
         var later: [WatchEvent] = []
-        var found: TreeWatcher?
-        for attempt in 1...5 {
-            found?.close()
-            try? scratch.removeDirectory("late")
-            let allowed = InotifySysctl.watchesInUseByThisUser() + 20
-            found = try InotifySysctl.with("fs/inotify/max_user_watches", allowed, { () throws -> TreeWatcher in
-                let watcher = try TreeWatcher(root: scratch.root)
-                atStart = try watcher.next(timeout: .seconds(1))
-                try scratch.makeDirectories("late")
-                later = try watcher.collect { !$0.unwatched.isEmpty }
-                return watcher
-            })
-            if found == nil { return }
-            if atStart.first?.limitReached != nil && later.unwatched == [treePath("late")] { break }
-            print("watch-limit test: attempt \(attempt) disturbed by other processes' watches; trying again")
-        }
+        let found = try InotifySysctl.with("user/max_inotify_watches", 20, { () throws -> TreeWatcher in
+            let watcher = try TreeWatcher(root: scratch.root)
+            atStart = try watcher.next(timeout: .seconds(1))
+            try scratch.makeDirectories("late")
+            later = try watcher.collect { !$0.unwatched.isEmpty }
+            return watcher
+        })
+        print(WatchLimitNamespace.ranInside)
         guard let watcher = found else { return }
         defer { watcher.close() }
 
@@ -501,26 +499,6 @@ private enum InotifySysctl {
         return try body()
     }
 
-    /// Watches held now by processes of this effective uid: the kernel's per-user count is
-    /// not published, but /proc/PID/fdinfo/FD has one "inotify wd:" line per watch.
-    static func watchesInUseByThisUser() -> Int {
-        let proc = SystemPath("/proc")
-        var count = 0
-        for process in WatchScratch.names(in: proc) where process.allSatisfy({ (0x30...0x39).contains($0) }) {
-            let processPath = proc.appending(SystemPath(bytes: process))
-            guard let owner = try? Sys.fstatat(AT_FDCWD, processPath, 0), owner.st_uid == geteuid() else { continue }
-            let fdinfo = processPath.appending(SystemPath("fdinfo"))
-            for descriptor in WatchScratch.names(in: fdinfo) {
-                let infoPath = fdinfo.appending(SystemPath(bytes: descriptor))
-                guard let info = try? FileDescriptor.open(infoPath) else { continue }
-                let text = info.closeAfter { (try? info.readAll()) ?? [] }
-                count += String(decoding: text, as: UTF8.self).split(separator: "\n")
-                    .filter { $0.hasPrefix("inotify wd:") }.count
-            }
-        }
-        return count
-    }
-
     private static func readNumber(_ file: SystemPath) throws -> Int {
         let descriptor = try FileDescriptor.open(file)
         let text = try descriptor.closeAfter { try descriptor.readAll() }
@@ -530,5 +508,38 @@ private enum InotifySysctl {
     private static func writeNumber(_ value: Int, to file: SystemPath) throws {
         let descriptor = try FileDescriptor.open(file, .writeOnly)
         try descriptor.closeAfter { try descriptor.writeAll(Array("\(value)\n".utf8)) }
+    }
+}
+
+/// Runs a test of this target again, alone, in a child process inside a new user namespace
+/// (`unshare --user --map-root-user`), where it may lower the namespace's own limits.
+private enum WatchLimitNamespace {
+    static let variable = "NIMBUS_TEST_IN_OWN_USER_NAMESPACE"
+    /// Printed by the test inside, so that a filter matching nothing is not taken for a pass.
+    static let ranInside = "watch-limit test ran in its own user namespace"
+
+    static var isInside: Bool { getenv(variable) != nil }
+
+    /// Whether a user namespace can be made here and its watch limit set.
+    static let canRun: Bool = {
+        let probe = try? shell("unshare --user --map-root-user sh -c 'echo 100 > /proc/sys/user/max_inotify_watches'", timeout: 30)
+        return probe?.status == 0
+    }()
+
+    static func runAgainInside(_ filter: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let executable = try readlinkText("/proc/self/exe")
+        let command = "exec unshare --user --map-root-user env \(variable)=1 \(quoted(executable))"
+            + " --testing-library swift-testing --filter \(quoted(filter)) 2>&1"
+        let run = try shell(command, timeout: 300)
+        #expect(run.status == 0 && run.output.contains(ranInside),
+                "the test run in its own user namespace failed (exit \(run.status)): \(command)\n\(run.output)\(run.error)",
+                sourceLocation: sourceLocation)
+    }
+
+    private static func readlinkText(_ path: String) throws -> String {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let length = readlink(path, &buffer, buffer.count - 1)
+        guard length > 0 else { throw Errno(rawValue: errno).at("readlink", path) }
+        return String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
