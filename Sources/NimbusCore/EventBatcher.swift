@@ -7,9 +7,14 @@ import NimbusSystem
 ///   changed permissions) is ready at once.
 /// - A file being written (`modified`, or created and still open) waits until it is closed or
 ///   has been quiet for `quietPeriod`, so half-written files are not uploaded.
-/// - Deletions wait until no deletion has come for `deletionQuiet` (ten times that once many
-///   are pending), so that an `rm -r` or a disk being emptied arrives as one batch and the
-///   mass-delete guard sees all of it.
+/// - Deletions wait until no deletion has come for a quiet period, so that an `rm -r` or a
+///   disk being emptied arrives as one batch and the mass-delete guard sees all of it. The
+///   wait grows with what is pending: `deletionQuiet` (200 ms) for a few files, ten times
+///   that once `manyDeletions` are pending, and once `largeDeletion` (the guard's minimum)
+///   are pending, `largeDeletionQuiet` (5 s) or as long as the deletions have been coming,
+///   whichever is longer, up to `largeDeletionQuietLimit` (30 s). A deleting process stalled
+///   on a loaded machine then does not hand a first part, too small for the guard, over as
+///   a batch of its own; small deletes are as quick as ever.
 /// - Past `maximumPending` paths, or after a lost event, the batch becomes a full rescan.
 public struct EventBatcher: Sendable {
     public enum Hint: Sendable, Equatable {
@@ -28,18 +33,28 @@ public struct EventBatcher: Sendable {
     public var quietPeriod: Int64
     public var deletionQuiet: Int64
     public var maximumPending: Int
+    /// Pending deletions from which the guard may act (`massDeleteMinimum`): the wait is longest.
+    public var largeDeletion: Int
     static let manyDeletions = 10
+    /// The least quiet a large deletion waits for: 25 × 200 ms = 5 s.
+    static let largeDeletionQuiet: Int64 = 25
+    /// The most: 150 × 200 ms = 30 s, however long the deletions have been coming.
+    static let largeDeletionQuietLimit: Int64 = 150
 
     private var ready: Set<RelativePath> = []
     private var writing: [RelativePath: Int64] = [:]
     private var deletions: Set<RelativePath> = []
     private var deletionsDue: Int64 = 0
+    /// When the first of the pending deletions came.
+    private var deletionsStarted: Int64 = 0
     private var rescan = false
 
-    public init(quietPeriod: Int64 = 2_000_000_000, deletionQuiet: Int64 = 200_000_000, maximumPending: Int = 50_000) {
+    public init(quietPeriod: Int64 = 2_000_000_000, deletionQuiet: Int64 = 200_000_000, maximumPending: Int = 50_000,
+                largeDeletion: Int = 100) {
         self.quietPeriod = quietPeriod
         self.deletionQuiet = deletionQuiet
         self.maximumPending = maximumPending
+        self.largeDeletion = largeDeletion
     }
 
     public mutating func add(_ hint: Hint, now: Int64) {
@@ -54,14 +69,25 @@ public struct EventBatcher: Sendable {
             writing[path] = now + quietPeriod
         case .deleted(let path):
             writing[path] = nil
+            if deletions.isEmpty { deletionsStarted = now }
             deletions.insert(path)
-            // Many deletions look like an `rm -r` under way: wait longer for the rest, so that
-            // a slow or busy machine does not hand its first part over as a batch of its own.
-            deletionsDue = now + (deletions.count >= Self.manyDeletions ? deletionQuiet * 10 : deletionQuiet)
+            deletionsDue = now + deletionWait(lasted: now - deletionsStarted)
         case .rescanAll:
             rescan = true
         }
         if ready.count + writing.count + deletions.count > maximumPending { rescan = true }
+    }
+
+    /// The quiet that ends the pending deletions, which have been coming for `lasted`. Many
+    /// deletions look like an `rm -r` under way: wait longer for the rest, so that a slow or
+    /// busy machine does not hand its first part over as a batch of its own. From the guard's
+    /// minimum on, a pause in deleting as long as the deleting so far is not taken as its end
+    /// either: a process that deletes slowly (a loaded machine) also stalls longer.
+    private func deletionWait(lasted: Int64) -> Int64 {
+        if deletions.count >= largeDeletion {
+            return min(max(deletionQuiet * Self.largeDeletionQuiet, lasted), deletionQuiet * Self.largeDeletionQuietLimit)
+        }
+        return deletions.count >= Self.manyDeletions ? deletionQuiet * 10 : deletionQuiet
     }
 
     /// Everything that is ready at `now`, or nil when nothing is.

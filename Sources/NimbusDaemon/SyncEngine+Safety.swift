@@ -27,8 +27,11 @@ extension SyncEngine {
         return filtered
     }
 
-    /// How long applied deletions keep counting toward the mass-delete guard.
-    static var deletionWindow: Int64 { 10_000_000_000 }
+    /// How long applied deletions keep counting toward the mass-delete guard: longer than the
+    /// longest quiet the event batcher waits for before it takes a pause for the end of an
+    /// `rm` (30 s, `EventBatcher`), so that when a stalled `rm` was split anyway, its first
+    /// part still counts when the rest comes.
+    static var deletionWindow: Int64 { 45_000_000_000 }
 
     func noteDeletion(on side: Side) {
         let now = clock.monotonicNow

@@ -64,6 +64,48 @@ import NimbusSystem
         #expect(batcher.take(now: 130) == .paths(Set(paths + [a])))
     }
 
+    /// The numbers of the daemon: 200 ms quiet, the guard acts from 100 deletions.
+    static let ms: Int64 = 1_000_000
+
+    @Test func aFewDeletionsAreAsQuickAsEver() {
+        var batcher = EventBatcher()
+        let paths = (0..<3).map { try! RelativePath(validating: "f\($0)") }
+        for path in paths { batcher.add(.deleted(path), now: 0) }
+        #expect(batcher.nextDeadline == 200 * Self.ms)
+        #expect(batcher.take(now: 200 * Self.ms) == .paths(Set(paths)))
+    }
+
+    @Test func anRmStalledForThreeSecondsOnABusyMachineIsStillOneBatch() {
+        // 419 of 1 000 files deleted, then the deleting process gets no CPU for 3 s: its first
+        // part alone is under the guard's 50 %, so it must not go out as a batch of its own.
+        var batcher = EventBatcher()
+        let first = (0..<419).map { try! RelativePath(validating: "f\($0)") }
+        for (i, path) in first.enumerated() { batcher.add(.deleted(path), now: Int64(i) * Self.ms) }
+        #expect(batcher.take(now: 3_418 * Self.ms) == nil)
+        let rest = (419..<800).map { try! RelativePath(validating: "f\($0)") }
+        for (i, path) in rest.enumerated() { batcher.add(.deleted(path), now: 3_418 * Self.ms + Int64(i) * Self.ms) }
+        let last = 3_418 * Self.ms + 380 * Self.ms
+        #expect(batcher.take(now: last + 4_999 * Self.ms) == nil)
+        #expect(batcher.take(now: last + 5_000 * Self.ms) == .paths(Set(first + rest)))
+    }
+
+    @Test func aLongRmWaitsAsLongAsItHasBeenRunningUpToALimit() {
+        var batcher = EventBatcher()
+        let paths = (0..<200).map { try! RelativePath(validating: "f\($0)") }
+        // One deletion every 50 ms for 10 s: a pause of 9 s is not its end yet, 10 s is.
+        for (i, path) in paths.enumerated() { batcher.add(.deleted(path), now: Int64(i) * 50 * Self.ms) }
+        let last = 199 * 50 * Self.ms
+        #expect(batcher.nextDeadline == last + last)
+        #expect(batcher.take(now: last + 9_000 * Self.ms) == nil)
+        #expect(batcher.take(now: last + last) == .paths(Set(paths)))
+
+        // Deleting for minutes still ends after 30 s of quiet.
+        let slow = (0..<120).map { try! RelativePath(validating: "s\($0)") }
+        for (i, path) in slow.enumerated() { batcher.add(.deleted(path), now: Int64(i) * 1_000 * Self.ms) }
+        #expect(batcher.nextDeadline == 119_000 * Self.ms + 30_000 * Self.ms)
+        #expect(batcher.isIdle == false)
+    }
+
     @Test func lostEventsAndFloodsBecomeAFullRescan() {
         var batcher = EventBatcher(quietPeriod: 100, maximumPending: 2)
         batcher.add(.rescanAll, now: 0)
