@@ -69,7 +69,9 @@ struct SyncSafetyTests {
         let mark = daemon.logMark
         let deleted = all.enumerated().filter { $0.offset % 10 < 8 }.map(\.element)
         for path in deleted { try F.remove(F.join(src, path)) }
-        let line = try await daemon.waitForLog("holding", since: mark)
+        // The batcher waits for the deleting to pause (up to 30 s on a busy machine) before the
+        // guard sees the deletions.
+        let line = try await daemon.waitForLog("holding", since: mark, timeout: .seconds(60))
         print("[massDeleteIsHeld-\(direction)] \(line)")
         // A later change still syncs (the daemon is alive and acting), and the held
         // deletions are still not applied once it has.
