@@ -9,12 +9,12 @@ import NimbusSystem
 ///   has been quiet for `quietPeriod`, so half-written files are not uploaded.
 /// - Deletions wait until no deletion has come for a quiet period, so that an `rm -r` or a
 ///   disk being emptied arrives as one batch and the mass-delete guard sees all of it. The
-///   wait grows with what is pending: `deletionQuiet` (200 ms) for a few files, ten times
-///   that once `manyDeletions` are pending, and once `largeDeletion` (the guard's minimum)
-///   are pending, `largeDeletionQuiet` (5 s) or as long as the deletions have been coming,
-///   whichever is longer, up to `largeDeletionQuietLimit` (30 s). A deleting process stalled
-///   on a loaded machine then does not hand a first part, too small for the guard, over as
-///   a batch of its own; small deletes are as quick as ever.
+///   wait grows with what is pending: `deletionQuiet` (200 ms) for a few files, and once
+///   `manyDeletions` are pending, `manyDeletionsQuiet` (5 s) or as long as the deletions
+///   have been coming, whichever is longer, up to `manyDeletionsQuietLimit` (30 s). A
+///   deleting process stalled on a loaded machine then does not hand a first part, too small
+///   for the guard, over as a batch of its own; a few deletions are as quick as ever.
+///   Other changes to a deleted path or a folder above one wait with the deletions.
 /// - Past `maximumPending` paths, or after a lost event, the batch becomes a full rescan.
 public struct EventBatcher: Sendable {
     public enum Hint: Sendable, Equatable {
@@ -33,13 +33,11 @@ public struct EventBatcher: Sendable {
     public var quietPeriod: Int64
     public var deletionQuiet: Int64
     public var maximumPending: Int
-    /// Pending deletions from which the guard may act (`massDeleteMinimum`): the wait is longest.
-    public var largeDeletion: Int
     static let manyDeletions = 10
-    /// The least quiet a large deletion waits for: 25 × 200 ms = 5 s.
-    static let largeDeletionQuiet: Int64 = 25
+    /// The least quiet many deletions wait for, in `deletionQuiet`s: 25 × 200 ms = 5 s.
+    static let manyDeletionsQuiet: Int64 = 25
     /// The most: 150 × 200 ms = 30 s, however long the deletions have been coming.
-    static let largeDeletionQuietLimit: Int64 = 150
+    static let manyDeletionsQuietLimit: Int64 = 150
 
     private var ready: Set<RelativePath> = []
     private var writing: [RelativePath: Int64] = [:]
@@ -49,12 +47,10 @@ public struct EventBatcher: Sendable {
     private var deletionsStarted: Int64 = 0
     private var rescan = false
 
-    public init(quietPeriod: Int64 = 2_000_000_000, deletionQuiet: Int64 = 200_000_000, maximumPending: Int = 50_000,
-                largeDeletion: Int = 100) {
+    public init(quietPeriod: Int64 = 2_000_000_000, deletionQuiet: Int64 = 200_000_000, maximumPending: Int = 50_000) {
         self.quietPeriod = quietPeriod
         self.deletionQuiet = deletionQuiet
         self.maximumPending = maximumPending
-        self.largeDeletion = largeDeletion
     }
 
     public mutating func add(_ hint: Hint, now: Int64) {
@@ -80,14 +76,12 @@ public struct EventBatcher: Sendable {
 
     /// The quiet that ends the pending deletions, which have been coming for `lasted`. Many
     /// deletions look like an `rm -r` under way: wait longer for the rest, so that a slow or
-    /// busy machine does not hand its first part over as a batch of its own. From the guard's
-    /// minimum on, a pause in deleting as long as the deleting so far is not taken as its end
-    /// either: a process that deletes slowly (a loaded machine) also stalls longer.
+    /// busy machine does not hand its first part over as a batch of its own (the guard lets a
+    /// part under its minimum or share through). Nor is a pause as long as the deleting so far
+    /// taken as its end: a process that deletes slowly (a loaded machine) also stalls longer.
     private func deletionWait(lasted: Int64) -> Int64 {
-        if deletions.count >= largeDeletion {
-            return min(max(deletionQuiet * Self.largeDeletionQuiet, lasted), deletionQuiet * Self.largeDeletionQuietLimit)
-        }
-        return deletions.count >= Self.manyDeletions ? deletionQuiet * 10 : deletionQuiet
+        guard deletions.count >= Self.manyDeletions else { return deletionQuiet }
+        return min(max(deletionQuiet * Self.manyDeletionsQuiet, lasted), deletionQuiet * Self.manyDeletionsQuietLimit)
     }
 
     /// Everything that is ready at `now`, or nil when nothing is.
@@ -106,6 +100,19 @@ public struct EventBatcher: Sendable {
         for (path, deadline) in writing where deadline <= now {
             writing[path] = nil
             ready.insert(path)
+        }
+        if !deletions.isEmpty && !ready.isEmpty {
+            // A path to look at that is, or holds, a pending deletion (an earlier write of a
+            // file now deleted, the folder emptied) would show the engine part of an `rm`
+            // under way: it waits with the deletions.
+            var scope = deletions
+            for path in deletions {
+                var folder = path.parent
+                while !folder.isRoot, scope.insert(folder).inserted { folder = folder.parent }
+            }
+            let waiting = ready.intersection(scope)
+            ready.subtract(waiting)
+            deletions.formUnion(waiting)
         }
         guard !ready.isEmpty else { return nil }
         defer { ready = [] }

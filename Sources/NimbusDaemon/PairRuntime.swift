@@ -113,8 +113,7 @@ public final class PairRuntime: @unchecked Sendable {
         engine = SyncEngine(local: local, cloud: cloud, store: store, records: records, clock: clock,
                             settings: options.engine, log: log, rootNames: (options.localRoot, options.cloudRoot))
         let now = clock.monotonicNow
-        batcher = EngineBatcherState(batcher: EventBatcher(quietPeriod: options.quietPeriod,
-                                                           largeDeletion: options.engine.massDeleteMinimum),
+        batcher = EngineBatcherState(batcher: EventBatcher(quietPeriod: options.quietPeriod),
                                      nextRescan: now + options.rescanInterval,
                                      nextPoll: options.cloudPolls ? now + options.pollInterval : nil)
         if options.cloudPolls { batcher.polledSides.insert(.cloud) }

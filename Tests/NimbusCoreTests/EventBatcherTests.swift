@@ -60,11 +60,11 @@ import NimbusSystem
         // A pause a little longer than the usual quiet does not split the batch.
         #expect(batcher.take(now: 20) == nil)
         batcher.add(.deleted(a), now: 30)
-        #expect(batcher.take(now: 129) == nil)
-        #expect(batcher.take(now: 130) == .paths(Set(paths + [a])))
+        #expect(batcher.take(now: 279) == nil)
+        #expect(batcher.take(now: 280) == .paths(Set(paths + [a])))
     }
 
-    /// The numbers of the daemon: 200 ms quiet, the guard acts from 100 deletions.
+    /// The daemon's numbers: 200 ms quiet for a few deletions.
     static let ms: Int64 = 1_000_000
 
     @Test func aFewDeletionsAreAsQuickAsEver() {
@@ -89,6 +89,17 @@ import NimbusSystem
         #expect(batcher.take(now: last + 5_000 * Self.ms) == .paths(Set(first + rest)))
     }
 
+    @Test func aFirstPartUnderTheGuardsMinimumIsNotSplitOffEither() {
+        // 80 deletions (the guard never holds 100 or fewer on their own), then a 3 s stall.
+        var batcher = EventBatcher()
+        let first = (0..<80).map { try! RelativePath(validating: "f\($0)") }
+        for path in first { batcher.add(.deleted(path), now: 0) }
+        #expect(batcher.take(now: 3_000 * Self.ms) == nil)
+        batcher.add(.deleted(a), now: 3_000 * Self.ms)
+        #expect(batcher.take(now: 7_999 * Self.ms) == nil)
+        #expect(batcher.take(now: 8_000 * Self.ms) == .paths(Set(first + [a])))
+    }
+
     @Test func aLongRmWaitsAsLongAsItHasBeenRunningUpToALimit() {
         var batcher = EventBatcher()
         let paths = (0..<200).map { try! RelativePath(validating: "f\($0)") }
@@ -104,6 +115,22 @@ import NimbusSystem
         for (i, path) in slow.enumerated() { batcher.add(.deleted(path), now: Int64(i) * 1_000 * Self.ms) }
         #expect(batcher.nextDeadline == 119_000 * Self.ms + 30_000 * Self.ms)
         #expect(batcher.isIdle == false)
+    }
+
+    @Test func otherChangesToAPathBeingDeletedWaitWithTheDeletions() {
+        // Earlier writes (the daemon's own copies, seen by the watcher) come due while an rm is
+        // under way: syncing them would hand the engine the first deletions on their own.
+        var batcher = EventBatcher(quietPeriod: 100, deletionQuiet: 10)
+        let files = (0..<12).map { try! RelativePath(validating: "d/f\($0)") }
+        let folder = try! RelativePath(validating: "d")
+        batcher.add(.writing(files[0]), now: 0)
+        batcher.add(.settled(folder), now: 50)
+        for path in files { batcher.add(.deleted(path), now: 50) }
+        batcher.add(.settled(b), now: 60)
+        #expect(batcher.take(now: 100) == .paths([b]))
+        #expect(batcher.take(now: 299) == nil)
+        #expect(batcher.take(now: 300) == .paths(Set(files + [folder])))
+        #expect(batcher.isIdle)
     }
 
     @Test func lostEventsAndFloodsBecomeAFullRescan() {
