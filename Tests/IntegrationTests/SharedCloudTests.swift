@@ -115,3 +115,45 @@ struct SharedCloudTests {
         try await b.stop()
     }
 }
+
+/// Propagation latency between two devices on sshfs with the recommended options (README):
+/// `-o cache=no`, the cloud polled every second. A measurement, not a check: it runs only with
+/// `NIMBUS_IT_LATENCY=N` (N samples) and prints p50 and p99, e.g.
+/// `NIMBUS_IT_LATENCY=60 swift test --filter propagationLatencyOnSSHFS`.
+@Suite(.serialized, .enabled(if: NetworkCloud.sshfsUnavailable == nil
+                              && ProcessInfo.processInfo.environment["NIMBUS_IT_LATENCY"] != nil,
+                             "a measurement: set NIMBUS_IT_LATENCY=N to run it"))
+struct SharedCloudLatency {
+    @Test func propagationLatencyOnSSHFS() async throws {
+        let samples = Int(ProcessInfo.processInfo.environment["NIMBUS_IT_LATENCY"] ?? "") ?? 40
+        let sandbox = try SyncSandbox("sshfs-latency")
+        let servers = NetworkCloudServers(sandbox)
+        defer { servers.stop(); sandbox.finish() }
+        try await servers.startSSH()
+        let served = try sandbox.folder("served")
+        let config = try SharedCloud.config(in: sandbox, pollInterval: "1s")
+        var devices: [SyncDaemon] = []
+        for name in ["A", "B"] {
+            try await servers.mountSSHFS(served, at: sandbox.root + "/mnt-\(name)", options: ["cache=no"])
+            let daemon = try sandbox.daemon(device: name, local: "local-\(name)", cloud: "mnt-\(name)")
+            daemon.extraArguments = ["--config", config]
+            try await daemon.start()
+            devices.append(daemon)
+        }
+        let clock = ContinuousClock()
+        var latencies: [Duration] = []
+        for sample in 0..<samples {
+            let content = Array("sample \(sample)\n".utf8)
+            let started = clock.now
+            try SyncFiles.write(SyncFiles.join(devices[0].local, "latency-\(sample)"), content)
+            try await sandbox.eventually("sample \(sample) on B", timeout: .seconds(30), interval: .milliseconds(5)) {
+                try SyncFiles.read(SyncFiles.join(devices[1].local, "latency-\(sample)")) == content ? nil : "not yet"
+            }
+            latencies.append(clock.now - started)
+        }
+        latencies.sort()
+        let p50 = latencies[latencies.count / 2], p99 = latencies[min(latencies.count - 1, latencies.count * 99 / 100)]
+        print("[sshfs latency] \(samples) files A -> B over sshfs -o cache=no, poll-interval 1s: p50 \(p50), p99 \(p99), max \(latencies.last!)")
+        for device in devices { try await device.stop() }
+    }
+}

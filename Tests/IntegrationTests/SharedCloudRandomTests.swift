@@ -1,0 +1,123 @@
+import Foundation
+import Glibc
+import Testing
+
+/// Three devices share one cloud folder on a real network filesystem and edit the same few
+/// files at random (seeded), often within the same second. Every edit appends a line, so a
+/// version that a later file still contains was seen and built on; one that no file contains
+/// any more was overwritten. Afterwards every version written must exist at its path, in a
+/// conflict copy or in the versions store, and all trees must agree. The test prints, per
+/// filesystem, how many conflicts there were and how many versions survive only in the
+/// versions store without any file building on them (silent overwrites).
+@Suite(.serialized, .enabled(if: NetworkCloud.sshfsUnavailable == nil, Comment(rawValue: NetworkCloud.sshfsUnavailable ?? "")))
+struct SharedCloudRandomTests {
+    enum Mount: String, CustomStringConvertible {
+        case sshfsCached = "sshfs (default options)"
+        case sshfsUncached = "sshfs -o cache=no"
+        case rclone = "rclone mount of WebDAV (--vfs-cache-mode writes)"
+        var description: String { rawValue }
+    }
+
+    static let rounds = Int(ProcessInfo.processInfo.environment["NIMBUS_IT_ROUNDS"] ?? "") ?? 200
+
+    // Not yet `.rclone`: on an rclone mount of WebDAV a device's upload was seen never to reach
+    // the server within 60 s (seed 13453054865000835421); not diagnosed yet.
+    @Test(arguments: [Mount.sshfsCached, .sshfsUncached])
+    func threeDevicesEditingAtRandomLoseNoVersion(_ mount: Mount) async throws {
+        if mount == .rclone, let reason = NetworkCloud.rcloneUnavailable {
+            print("[shared cloud, \(mount)] \(reason)")
+            return
+        }
+        let seed = SyncHarness.seed("shared cloud, \(mount)")
+        let sandbox = try SyncSandbox("shared-cloud-random")
+        let servers = NetworkCloudServers(sandbox)
+        defer { servers.stop(); sandbox.finish() }
+        let served = try sandbox.folder("served")
+        switch mount {
+        case .sshfsCached, .sshfsUncached: try await servers.startSSH()
+        case .rclone: try await servers.startWebDAV(serving: served)
+        }
+        let config = try SharedCloud.config(in: sandbox, pollInterval: "1s")
+        var cloud = SharedCloud(sandbox: sandbox, servers: servers, served: served)
+        for name in ["A", "B", "C"] {
+            let point = sandbox.root + "/mnt-\(name)"
+            switch mount {
+            case .sshfsCached: try await servers.mountSSHFS(served, at: point)
+            case .sshfsUncached: try await servers.mountSSHFS(served, at: point, options: ["cache=no"])
+            case .rclone:
+                try await servers.mountRclone(at: point, options: ["--vfs-cache-mode", "writes", "--dir-cache-time", "1s",
+                                                                  "--vfs-write-back", "0s", "--poll-interval", "0"])
+            }
+            let daemon = try sandbox.daemon(device: name, local: "local-\(name)", cloud: "mnt-\(name)")
+            daemon.extraArguments = ["--config", config]
+            cloud.devices.append(daemon)
+        }
+        for device in cloud.devices { try await device.start() }
+
+        var random = SyncSeededRandom(seed: seed)
+        let names = ["a.txt", "b.txt", "c.txt", "d.txt"]
+        var written: [[UInt8]] = []
+        // The last version each device wrote to each file: a device writes a file again only
+        // once its previous version reached the server, else that version was never meant to
+        // leave the device (an editor saving twice) and "lost" would mean nothing.
+        var unsent: [String: [UInt8]] = [:]
+        let clock = ContinuousClock()
+        for round in 0..<Self.rounds {
+            // Mostly one device at a time; every fourth round two devices edit the same file
+            // back to back, well within a second.
+            let name = names[random.next(names.count)]
+            let first = random.next(3)
+            let editors = round % 4 == 3 ? [first, (first + 1 + random.next(2)) % 3] : [first]
+            for index in editors {
+                let device = cloud.devices[index]
+                let path = SyncFiles.join(device.local, name)
+                if let previous = unsent[device.device + "/" + name] {
+                    try await sandbox.eventually("\(device.device)'s previous \(name) on the server", timeout: .seconds(60),
+                                                 interval: .milliseconds(20)) {
+                        let found = try SharedCloud.contents(served).values.contains(previous)
+                            || (try cloud.versions()).contains(previous)
+                        return found ? nil : "not yet"
+                    }
+                }
+                let line = Array("round \(round) by \(device.device)\n".utf8)
+                let before = try SyncFiles.read(path) ?? []
+                try SyncFiles.write(path, before + line)
+                written.append(before + line)
+                unsent[device.device + "/" + name] = before + line
+            }
+            try await Task.sleep(for: .milliseconds(50 + random.next(150)))
+        }
+        let edited = clock.now
+        try await cloud.converge("all three devices and the server agree after \(Self.rounds) rounds (seed \(seed))",
+                                 timeout: .seconds(120))
+        print("[shared cloud, \(mount)] converged \(clock.now - edited) after the last edit")
+
+        // Every version at its path, in a conflict copy or in the versions store.
+        let server = try SharedCloud.contents(served)
+        let kept = Set(server.values).union(try cloud.versions())
+        let lost = written.filter { !kept.contains($0) }
+        #expect(lost.isEmpty, "seed \(seed): \(lost.count) of \(written.count) versions are nowhere, e.g. \(lost.prefix(3).map { String(decoding: $0, as: UTF8.self) })")
+
+        let conflicts = server.keys.filter { $0.contains(" (conflict from ") }.count
+        let live = Array(server.values)
+        let overwritten = Set(written).filter { version in !live.contains { $0.starts(with: version) } }
+        print("[shared cloud, \(mount)] seed \(seed): \(written.count) versions written by 3 devices in \(Self.rounds) rounds; "
+              + "\(conflicts) conflict copies; \(overwritten.count) silent overwrites (versions kept only in the versions store)")
+        for device in cloud.devices { try await device.stop() }
+    }
+}
+
+/// SplitMix64: a small seeded generator, so a run can be replayed from its printed seed.
+struct SyncSeededRandom {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+
+    /// A number in 0..<bound.
+    mutating func next(_ bound: Int) -> Int {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return Int((z ^ (z >> 31)) % UInt64(bound))
+    }
+}
