@@ -83,8 +83,9 @@ struct Installer {
     }
 
     /// Moves the entry `name` of `directory` to `target` (creating its parent directories); a
-    /// name taken there gets " (2)", " (3)"… appended rather than being replaced. Returns
-    /// where it went.
+    /// name taken there gets " (2)", " (3)"… before its extension rather than being replaced
+    /// (`t-dev (2).nimbus-version`, so the versions store still knows it by its suffix).
+    /// Returns where it went.
     @discardableResult
     func displace(_ name: SystemPath, in directory: FileDescriptor, to target: RelativePath) throws -> RelativePath {
         try attributing("mkdir", target.parent.shown) { try root.makeDirectories(target.parent) }
@@ -98,11 +99,20 @@ struct Installer {
                         return try target.parent.appending(name: candidate.bytes)
                     } catch let error as Errno where error == .fileExists {
                         number += 1
-                        candidate = SystemPath(bytes: targetName.bytes + Array(" (\(number))".utf8))
+                        candidate = Self.numbered(targetName, number)
                     }
                 }
             }
         }
+    }
+
+    /// `name (number).ext`: the counter before the last extension; a leading dot (`.profile`)
+    /// starts no extension.
+    static func numbered(_ name: SystemPath, _ number: Int) -> SystemPath {
+        let bytes = name.bytes
+        let counter = Array(" (\(number))".utf8)
+        guard let dot = bytes.lastIndex(of: UInt8(ascii: ".")), dot > 0 else { return SystemPath(bytes: bytes + counter) }
+        return SystemPath(bytes: Array(bytes[..<dot]) + counter + Array(bytes[dot...]))
     }
 
     /// Puts the temporary file at a name nobody holds, in the way `writeProtocol` says.

@@ -89,22 +89,29 @@ struct Pair {
         }
     }
 
+    @Test(arguments: [("t-dev.nimbus-version", "t-dev (2).nimbus-version"), ("a", "a (2)"),
+                      (".profile", ".profile (2)"), ("a.tar.gz", "a.tar (2).gz")])
+    func aTakenNameIsNumberedBeforeItsExtension(name: String, numbered: String) {
+        #expect(Installer.numbered(SystemPath(name), 2) == SystemPath(numbered))
+    }
+
     @Test(arguments: [true, false])
     func aReplaceMovesTheOldFileToTheVersionsStore(exchange: Bool) throws {
         try Pair.with { pair in
             try pair.scratch.write("dst/file", Array("old".utf8))
             try pair.scratch.write("src/file", Array("new 1".utf8))
             let old = try #require(try pair.destination.metadata(of: path("file")))
-            let first = try install(pair, "file", replacing: old, displacedTo: "versions/v/file~1", exchange: exchange)
+            let first = try install(pair, "file", replacing: old, displacedTo: "versions/v/t-dev.nimbus-version", exchange: exchange)
             #expect(try pair.scratch.read("dst/file") == Array("new 1".utf8))
-            #expect(try pair.scratch.read("dst/versions/v/file~1") == Array("old".utf8))
+            #expect(try pair.scratch.read("dst/versions/v/t-dev.nimbus-version") == Array("old".utf8))
 
-            // The same versions name again: the earlier version is kept, the new one gets a suffix.
+            // The same versions name again: the earlier version is kept, the new one gets a number
+            // before its suffix (the versions store lists it by that suffix).
             try pair.scratch.write("src/file", Array("new 2".utf8))
-            _ = try install(pair, "file", replacing: first, displacedTo: "versions/v/file~1", exchange: exchange)
+            _ = try install(pair, "file", replacing: first, displacedTo: "versions/v/t-dev.nimbus-version", exchange: exchange)
             #expect(try pair.scratch.read("dst/file") == Array("new 2".utf8))
-            #expect(try pair.scratch.read("dst/versions/v/file~1") == Array("old".utf8))
-            #expect(try pair.scratch.read("dst/versions/v/file~1 (2)") == Array("new 1".utf8))
+            #expect(try pair.scratch.read("dst/versions/v/t-dev.nimbus-version") == Array("old".utf8))
+            #expect(try pair.scratch.read("dst/versions/v/t-dev (2).nimbus-version") == Array("new 1".utf8))
             #expect(try pair.temporaryFiles().isEmpty)
         }
     }
