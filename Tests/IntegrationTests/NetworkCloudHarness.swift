@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import NimbusSystem
 import Testing
 
 // Network filesystems on loopback for the shared-cloud tests (DESIGN §3): a throwaway sshd
@@ -179,16 +180,14 @@ final class NetworkCloudServers {
         return pid
     }
 
-    /// `sh -c script` with posix_spawn and waitpid; its exit status (-1 if it could not run).
+    /// `sh -c script` and its exit status as a shell gives it (-1 if it could not run), through
+    /// `ChildProcess`, which passes no descriptor above stderr: a long-running server started
+    /// from here would otherwise keep the write end of another test's pipe (a nimbusctl's
+    /// output that Foundation's `Process` reads to its end), and that test would wait for the
+    /// server to stop.
     static func runShell(_ script: String) -> Int32 {
-        let words: [String] = ["sh", "-c", script]
-        let argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var pid: pid_t = 0
-        guard posix_spawn(&pid, SyncHarness.tool("sh"), nil, nil, argv, environ) == 0 else { return -1 }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        return (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+        guard let pid = try? ChildProcess.spawn(SyncHarness.tool("sh"), arguments: ["-c", script]) else { return -1 }
+        return (try? ChildProcess.wait(pid)) ?? -1
     }
 
     static func quoted(_ word: String) -> String { "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'" }
