@@ -54,7 +54,7 @@ struct SharedCloudRandomTests {
         }
         for device in cloud.devices { try await device.start() }
 
-        var random = SyncSeededRandom(seed: seed)
+        var random = SyncRandom(seed: seed)
         let names = ["a.txt", "b.txt", "c.txt", "d.txt"]
         var written: [[UInt8]] = []
         // The last version each device wrote to each file: a device writes a file again only
@@ -104,20 +104,5 @@ struct SharedCloudRandomTests {
         print("[shared cloud, \(mount)] seed \(seed): \(written.count) versions written by 3 devices in \(Self.rounds) rounds; "
               + "\(conflicts) conflict copies; \(overwritten.count) silent overwrites (versions kept only in the versions store)")
         for device in cloud.devices { try await device.stop() }
-    }
-}
-
-/// SplitMix64: a small seeded generator, so a run can be replayed from its printed seed.
-struct SyncSeededRandom {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-
-    /// A number in 0..<bound.
-    mutating func next(_ bound: Int) -> Int {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return Int((z ^ (z >> 31)) % UInt64(bound))
     }
 }

@@ -13,6 +13,9 @@ struct SyncRandom: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 
+    /// A number in 0..<bound.
+    mutating func next(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
+
     mutating func bytes(_ count: Int) -> [UInt8] {
         var result = [UInt8](repeating: 0, count: count)
         result.withUnsafeMutableBytes { raw in
