@@ -105,6 +105,7 @@ done
 install_file 0644 systemd/nimbusd.service usr/lib/systemd/user/nimbusd.service
 install_file 0644 systemd/nimbusd@.service usr/lib/systemd/user/nimbusd@.service
 install_file 0644 systemd/nimbusd-system@.service usr/lib/systemd/system/nimbusd-system@.service
+install_file 0644 systemd/nimbusd-user@.service usr/lib/systemd/system/nimbusd-user@.service
 install_file 0644 "$packaging/sysusers.conf" usr/lib/sysusers.d/nimbus.conf
 
 # Man pages, with the version and date filled in.
@@ -234,7 +235,8 @@ Description: two-way folder sync with files on demand
  files appear locally as small placeholders that are downloaded when opened.
  .
  This package contains the daemon nimbusd, the control tool nimbusctl, systemd
- units for a user service and for a sandboxed system service, and shell
+ units for a user service, for a desktop user's service with files on demand
+ under their real names, and for a sandboxed system service, and shell
  completions for bash, zsh and fish.
 EOF
 

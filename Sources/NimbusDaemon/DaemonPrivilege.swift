@@ -27,6 +27,14 @@ public struct DaemonPrivilege: Sendable {
             } catch {
                 reason = "fanotify_init of a pre-content group failed: \(error)"
             }
+            // The group outlives the capability: no other process of this user may take it.
+            do {
+                if group != nil { try Capabilities.forbidTracing() }
+            } catch {
+                try? group?.close()
+                group = nil
+                reason = "nimbusd could not make itself non-dumpable, which keeps its fanotify group its own: \(error)"
+            }
         } else {
             reason = "nimbusd does not have CAP_SYS_ADMIN, which creating the pre-content fanotify group needs "
                 + "(see nimbusd(8), PRIVILEGE)"

@@ -51,7 +51,19 @@ public enum Capabilities {
             }
         }
         _ = try attributing("prctl", "PR_SET_NO_NEW_PRIVS") { try Sys.prctl(CNIMBUS_PR_SET_NO_NEW_PRIVS, 1) }
+        // Nothing held, nothing to clear: the user units' seccomp filter (~@privileged) refuses
+        // capset itself, which would turn a daemon without any capability into a warning.
+        if let sets = try? Sys.capget(), sets.effective == 0, sets.permitted == 0, sets.inheritable == 0 { return }
         try attributing("capset", "(all capabilities)") { try Sys.capset(effective: 0, permitted: 0, inheritable: 0) }
+    }
+
+    /// Makes the process non-dumpable, so that no process without `CAP_SYS_PTRACE` can ptrace
+    /// it, read its memory or copy its descriptors with `pidfd_getfd`, not even one of the same
+    /// user: the fanotify group of a daemon started with an ambient capability (a system unit
+    /// with `User=`) stays the daemon's. (An exec with ambient capabilities leaves a process
+    /// dumpable.) The corresponding C call is `prctl(PR_SET_DUMPABLE, 0)`.
+    public static func forbidTracing() throws {
+        _ = try attributing("prctl", "PR_SET_DUMPABLE 0") { try Sys.prctl(CNIMBUS_PR_SET_DUMPABLE, 0) }
     }
 
     /// `dropAll` for the whole process: refuses (`EBUSY`) when the process already has more

@@ -135,7 +135,8 @@ struct PackagingTests {
         let expected = [
             "usr/bin/nimbusd", "usr/bin/nimbusctl",
             "usr/lib/systemd/user/nimbusd.service", "usr/lib/systemd/user/nimbusd@.service",
-            "usr/lib/systemd/system/nimbusd-system@.service", "usr/lib/sysusers.d/nimbus.conf",
+            "usr/lib/systemd/system/nimbusd-system@.service", "usr/lib/systemd/system/nimbusd-user@.service",
+            "usr/lib/sysusers.d/nimbus.conf",
             "usr/share/man/man8/nimbusd.8.gz", "usr/share/man/man1/nimbusctl.1.gz", "usr/share/man/man5/nimbus.conf.5.gz",
             "usr/share/bash-completion/completions/nimbusctl", "usr/share/zsh/vendor-completions/_nimbusctl",
             "usr/share/fish/vendor_completions.d/nimbusctl.fish",

@@ -42,4 +42,52 @@ struct PrivilegeTests {
             try SyncExpect.file(daemon.cloud, "after-drop.txt", "synced\n")
         }
     }
+
+    /// What nimbusd-user@UID.service does for a desktop user: nimbusd runs as that user with
+    /// CAP_SYS_ADMIN as its only bounding and ambient capability. It creates its group, keeps
+    /// no capability, and no other process of the same user can take the group from it (it is
+    /// not dumpable: /proc/PID/environ, which needs the same ptrace access as pidfd_getfd,
+    /// cannot be read).
+    @Test(.enabled(if: RealNameSupport.skipReason == nil, Comment(rawValue: RealNameSupport.skipReason ?? "")))
+    func aDesktopUsersDaemonKeepsItsGroupToItself() async throws {
+        let sandbox = try SyncSandbox("privilege-desktop", base: RealNameSupport.base)
+        defer { sandbox.finish() }
+        let daemon = try sandbox.daemon(device: "desktop")
+        let home = sandbox.root + "/home"
+        try RealNameSupport.handOver(sandbox, [daemon.local, daemon.cloud, daemon.stateDirectory, home])
+        daemon.launcher = RealNameSupport.desktopUnitLauncher(home: home)
+        try await daemon.start()
+        let pid = try #require(daemon.pid)
+        // The launcher exec'd nimbusd: the child is nimbusd itself, running as nobody.
+        let threads = try RealNameSupport.threadStatus(pid)
+        #expect(threads.count > 1, "the daemon's threads are all checked")
+        for (task, fields) in threads {
+            #expect(fields["Uid"]?.split(separator: "\t").first == "\(RealNameSupport.nobody.uid)", "thread \(task): Uid \(fields["Uid"] ?? "?")")
+            for name in ["CapEff", "CapPrm", "CapInh", "CapAmb"] {
+                #expect(fields[name] == "0000000000000000", "thread \(task): \(name) \(fields[name] ?? "missing")")
+            }
+        }
+        #expect(daemon.logLines(containing: "CAP_SYS_ADMIN served fanotify_init only").count == 1, "\(daemon.logTail(lines: 20))")
+
+        let environ = SyncHarness.run(RealNameSupport.asNobody[0], Array(RealNameSupport.asNobody.dropFirst())
+                                      + [SyncHarness.tool("cat"), "/proc/\(pid)/environ"])
+        #expect(environ.status != 0, """
+            a process of the daemon's own user could read /proc/\(pid)/environ, so it could also ptrace the daemon \
+            or copy its fanotify group with pidfd_getfd
+            """)
+
+        // The privilege is not what keeps real-name placeholders away.
+        let status = daemon.controlJSON(["status"])
+        let reason = status.object?["placeholderStyleReason"] as? String ?? ""
+        #expect(status.object?["placeholderStyle"] as? String == "real-name" || reason.contains("does not write them yet"),
+                "\(status.output)")
+        #expect(!reason.contains("CAP_SYS_ADMIN") && !reason.contains("capabilit"), "\(reason)")
+
+        // It still syncs, as that user.
+        try SyncFiles.write(SyncFiles.join(daemon.local, "from-desktop.txt"), Array("synced\n".utf8))
+        try await sandbox.converge("a file written while the daemon runs as nobody", daemon.local, daemon.cloud) {
+            try SyncExpect.file(daemon.cloud, "from-desktop.txt", "synced\n")
+        }
+        try await daemon.stop()
+    }
 }

@@ -29,6 +29,9 @@ final class SyncDaemon {
 
     /// More options for every launch (`--config FILE`…).
     var extraArguments: [String] = []
+    /// A program that runs nimbusd (its path and arguments are appended), such as `setpriv`
+    /// to start it as another user with a capability, as a system unit would. Empty: none.
+    var launcher: [String] = []
 
     var arguments: [String] {
         ["--local", local, "--cloud", cloud, "--state-dir", stateDirectory, "--socket", socketPath,
@@ -59,8 +62,15 @@ final class SyncDaemon {
         let log = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         log.write(Data("=== launch #\(launches): nimbusd \(arguments.joined(separator: " "))\n".utf8))
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: SyncHarness.nimbusd)
-        process.arguments = arguments
+        if let program = launcher.first {
+            process.executableURL = URL(fileURLWithPath: program)
+            process.arguments = launcher.dropFirst() + [SyncHarness.nimbusd] + arguments
+            // A daemon started as another user must be allowed to send READY=1.
+            chmod(notifyPath, 0o666)
+        } else {
+            process.executableURL = URL(fileURLWithPath: SyncHarness.nimbusd)
+            process.arguments = arguments
+        }
         var environment = ProcessInfo.processInfo.environment
         environment["NOTIFY_SOCKET"] = notifyPath
         environment["JOURNAL_STREAM"] = nil

@@ -72,8 +72,10 @@ final class SyncSandbox {
     private(set) var daemons: [SyncDaemon] = []
     private(set) var mounts: [String] = []
 
-    init(_ label: String) throws {
-        var template = Array("/tmp/nimbus-it-XXXXXX".utf8CString)
+    /// `base` is /tmp unless the test needs a filesystem that /tmp may not be (fanotify marks:
+    /// /var/tmp, see `RealNameSupport`).
+    init(_ label: String, base: String = "/tmp") throws {
+        var template = Array("\(base)/nimbus-it-XXXXXX".utf8CString)
         guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
             throw SyncFailure(description: "mkdtemp failed: errno \(errno)")
         }

@@ -132,6 +132,8 @@ extern const int CNIMBUS_PR_CAP_AMBIENT;
 extern const unsigned long CNIMBUS_PR_CAP_AMBIENT_CLEAR_ALL;
 extern const int CNIMBUS_PR_SET_NO_NEW_PRIVS;
 extern const int CNIMBUS_PR_GET_NO_NEW_PRIVS;
+extern const int CNIMBUS_PR_SET_DUMPABLE;
+extern const int CNIMBUS_PR_GET_DUMPABLE;
 extern const int CNIMBUS_CAP_SYS_ADMIN;
 /// fstatfs(2)'s f_type (the filesystem's magic number) of fd, in *type; 0 or -1 with errno.
 int cnimbus_fstatfs_type(int fd, long long *type);
