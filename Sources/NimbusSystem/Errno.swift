@@ -35,6 +35,7 @@ public struct Errno: Error, RawRepresentable, Hashable, Sendable, CustomStringCo
     public static let notSupported = Errno(rawValue: EOPNOTSUPP)
     public static let quotaExceeded = Errno(rawValue: EDQUOT)
     public static let connectionRefused = Errno(rawValue: ECONNREFUSED)
+    public static let connectionReset = Errno(rawValue: ECONNRESET)
     public static let textFileBusy = Errno(rawValue: ETXTBSY)
     public static let staleHandle = Errno(rawValue: ESTALE)
 

@@ -32,6 +32,30 @@ public struct UnixStreamSocket: Sendable {
         return socket
     }
 
+    /// Connects to `path` without ever waiting: the result is non-blocking. A listener whose
+    /// backlog is full fails at once (`EAGAIN`) instead of stalling the caller, which is what
+    /// a client of an optional service (the desktop's session bus) wants.
+    public static func connectNonBlocking(to path: String) throws -> UnixStreamSocket {
+        let socket = try makeSocket()
+        do {
+            try socket.setNonBlocking(true)
+            try withSocketAddress(path) { address, length in
+                _ = try retrying { Glibc.connect(socket.descriptor.rawValue, address, length) }
+            }
+        } catch {
+            socket.close()
+            throw error
+        }
+        return socket
+    }
+
+    /// Waits up to `timeoutMilliseconds` until the socket is ready for `events` (or hung up);
+    /// false when the time ran out. The C function is `poll`.
+    public func wait(for events: PollEvents, timeoutMilliseconds: Int32) throws -> Bool {
+        var entry = [pollfd(fd: descriptor.rawValue, events: events.rawValue, revents: 0)]
+        return try retrying { Glibc.poll(&entry, 1, max(0, timeoutMilliseconds)) } > 0
+    }
+
     private func waitUntilConnected() throws {
         var entry = [pollfd(fd: descriptor.rawValue, events: Int16(POLLOUT), revents: 0)]
         _ = try retrying { Glibc.poll(&entry, 1, -1) }

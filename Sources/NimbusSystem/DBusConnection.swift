@@ -1,0 +1,183 @@
+import Dispatch
+
+/// A small D-Bus client on a Unix socket: SASL EXTERNAL, `Hello`, method calls, signals.
+/// Every wait has a deadline, so a bus that is slow or stuck costs at most `timeout`; the
+/// socket is non-blocking throughout. Used from one thread at a time.
+public final class DBusConnection {
+    public let socket: UnixStreamSocket
+    /// The name the bus gave this connection (":1.42").
+    public private(set) var uniqueName = ""
+    /// How long one call, send or authentication step may take.
+    public var timeoutMilliseconds: Int32
+    private var buffer: [UInt8] = []
+    /// Messages that arrived while waiting for a reply: signals and calls, in order.
+    private var pending: [DBusMessage] = []
+    private var nextSerial: UInt32 = 1
+    private var isClosed = false
+
+    /// Larger than anything the notification server sends; a bigger message is a broken peer.
+    static let maximumMessage = 4 << 20
+
+    public static let busName = "org.freedesktop.DBus"
+    public static let busPath = "/org/freedesktop/DBus"
+
+    private init(socket: UnixStreamSocket, timeoutMilliseconds: Int32) {
+        self.socket = socket
+        self.timeoutMilliseconds = timeoutMilliseconds
+    }
+
+    /// Connects to the bus at `socketPath` ("@name": abstract), authenticates as `uid` and
+    /// says `Hello`.
+    public static func connect(socketPath: String, uid: UInt32, timeoutMilliseconds: Int32 = 2_000) throws -> DBusConnection {
+        let socket: UnixStreamSocket
+        do {
+            socket = try UnixStreamSocket.connectNonBlocking(to: socketPath)
+        } catch {
+            throw DBusError.noBus("cannot connect to \(socketPath): \(error)")
+        }
+        let connection = DBusConnection(socket: socket, timeoutMilliseconds: timeoutMilliseconds)
+        do {
+            try connection.authenticate(uid: uid)
+            let reply = try connection.call(.methodCall(destination: busName, path: busPath, interface: busName, member: "Hello"))
+            connection.uniqueName = reply.body.first?.stringValue ?? ""
+        } catch {
+            connection.close()
+            throw error
+        }
+        return connection
+    }
+
+    /// The SASL exchange: a NUL byte, `AUTH EXTERNAL <uid in hex>`, `OK <guid>`, `BEGIN`.
+    private func authenticate(uid: UInt32) throws {
+        let deadline = deadline(after: timeoutMilliseconds)
+        try write(Array("\u{0}AUTH EXTERNAL \(DBusAddress.externalAuthentication(uid: uid))\r\n".utf8), deadline: deadline)
+        let answer = try readLine(deadline: deadline)
+        guard answer.hasPrefix("OK ") else { throw DBusError.authenticationRejected(answer) }
+        try write(Array("BEGIN\r\n".utf8), deadline: deadline)
+    }
+
+    /// Sends `message` with the next serial and returns that serial.
+    @discardableResult
+    public func send(_ message: DBusMessage) throws -> UInt32 {
+        var message = message
+        message.serial = nextSerial
+        nextSerial = nextSerial == UInt32.max ? 1 : nextSerial + 1
+        try write(message.encoded(), deadline: deadline(after: timeoutMilliseconds))
+        return message.serial
+    }
+
+    /// Sends a method call and waits for its reply; an error reply is thrown as `.remote`.
+    /// Other messages that arrive meanwhile are kept for `nextMessage`.
+    public func call(_ message: DBusMessage) throws -> DBusMessage {
+        let serial = try send(message)
+        let deadline = deadline(after: timeoutMilliseconds)
+        while true {
+            guard let reply = try readMessage(deadline: deadline) else {
+                throw DBusError.timedOut("\(message.interface ?? "").\(message.member ?? "")")
+            }
+            guard reply.replySerial == serial, reply.kind == .methodReturn || reply.kind == .error else {
+                pending.append(reply)
+                continue
+            }
+            if reply.kind == .error {
+                throw DBusError.remote(name: reply.errorName ?? "error", message: reply.body.first?.stringValue ?? "")
+            }
+            return reply
+        }
+    }
+
+    /// The next message that is not a reply to one of our calls: a signal, or a call to us.
+    /// Nil when none came within `timeoutMilliseconds` (0: only what is already here).
+    public func nextMessage(timeoutMilliseconds: Int32) throws -> DBusMessage? {
+        if !pending.isEmpty { return pending.removeFirst() }
+        return try readMessage(deadline: deadline(after: timeoutMilliseconds))
+    }
+
+    /// Asks the bus to route signals matching `rule` to us ("type='signal',interface='…'").
+    public func addMatch(_ rule: String) throws {
+        _ = try call(.methodCall(destination: Self.busName, path: Self.busPath, interface: Self.busName, member: "AddMatch",
+                                 body: [.string(rule)]))
+    }
+
+    public func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        socket.close()
+    }
+
+    deinit { close() }
+
+    // MARK: - Bytes with deadlines
+
+    private func deadline(after milliseconds: Int32) -> UInt64 {
+        DispatchTime.now().uptimeNanoseconds + UInt64(max(0, milliseconds)) * 1_000_000
+    }
+
+    private func remaining(_ deadline: UInt64) -> Int32 {
+        let now = DispatchTime.now().uptimeNanoseconds
+        return now >= deadline ? 0 : Int32(clamping: (deadline - now + 999_999) / 1_000_000)
+    }
+
+    private func write(_ bytes: [UInt8], deadline: UInt64) throws {
+        guard !isClosed else { throw DBusError.closed }
+        var offset = 0
+        while offset < bytes.count {
+            do {
+                offset += try bytes[offset...].withUnsafeBytes { try socket.send($0) }
+            } catch let error as Errno where error == .wouldBlock {
+                guard try socket.wait(for: .writable, timeoutMilliseconds: remaining(deadline)) else {
+                    throw DBusError.timedOut("sending \(bytes.count) bytes")
+                }
+            } catch let error as Errno where error == .brokenPipe || error == .connectionReset {
+                throw DBusError.closed
+            }
+        }
+    }
+
+    /// Reads more bytes into the buffer; false when the deadline passed first.
+    private func fill(deadline: UInt64) throws -> Bool {
+        guard !isClosed else { throw DBusError.closed }
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            do {
+                let count = try chunk.withUnsafeMutableBytes { try socket.receive(into: $0) }
+                guard count > 0 else { throw DBusError.closed }
+                buffer += chunk[..<count]
+                return true
+            } catch let error as Errno where error == .wouldBlock {
+                let wait = remaining(deadline)
+                guard wait > 0, try socket.wait(for: .readable, timeoutMilliseconds: wait) else { return false }
+            } catch let error as Errno where error == .connectionReset {
+                throw DBusError.closed
+            }
+        }
+    }
+
+    private func readLine(deadline: UInt64) throws -> String {
+        while true {
+            if let end = buffer.indices.dropLast().first(where: { buffer[$0] == 13 && buffer[$0 + 1] == 10 }) {
+                let line = String(decoding: buffer[..<end], as: UTF8.self)
+                buffer.removeFirst(end + 2)
+                return line
+            }
+            guard buffer.count < 4096 else { throw DBusError.malformed("an authentication line of over 4 KiB") }
+            guard try fill(deadline: deadline) else { throw DBusError.timedOut("authentication") }
+        }
+    }
+
+    private func readMessage(deadline: UInt64) throws -> DBusMessage? {
+        while true {
+            if buffer.count >= 16 {
+                guard let total = DBusMessage.totalLength(ofPrefix: buffer[..<16]), total <= Self.maximumMessage else {
+                    throw DBusError.malformed("a message header that is not D-Bus, or a message over 4 MiB")
+                }
+                if buffer.count >= total {
+                    let bytes = Array(buffer[..<total])
+                    buffer.removeFirst(total)
+                    return try DBusMessage.decode(bytes)
+                }
+            }
+            guard try fill(deadline: deadline) else { return nil }
+        }
+    }
+}
