@@ -176,6 +176,9 @@ struct ConfigSetting {
             value("device", "name", \.deviceName, expected: "a device name of 1 to 64 characters without '/' or control characters",
                   flag: "--device-name", metavar: "NAME", summary: "the name used in conflict copies",
                   parse: validDeviceName, render: { $0 }),
+            value("desktop", "notifications", \.notifications, expected: "on or off",
+                  summary: "desktop notifications (held deletions, conflicts, errors) when a session bus exists",
+                  parse: parseBool, render: { $0 ? "on" : "off" }),
             choice("log", "level", \.logLevel, Logger.Level.allCases.map { ($0.name, $0) }, flag: "--log-level", metavar: "LEVEL",
                    summary: "error, warning, notice, info or debug"),
         ]

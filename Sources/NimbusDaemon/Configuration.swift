@@ -43,6 +43,10 @@ public struct Configuration: Equatable, Sendable {
     public var deviceName: String
     public var logLevel: Logger.Level = .info
 
+    // [desktop]
+    /// Desktop notifications over the session bus (none without one).
+    public var notifications = true
+
     // [placeholders]
     public var hydrateOnOpen = true
     /// Downloads triggered by opening placeholders, per minute; beyond it they are refused so

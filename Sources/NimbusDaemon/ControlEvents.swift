@@ -96,6 +96,9 @@ struct ControlEventFanOut {
             params.setFrom(WirePath(from))
             params.side = side == .local ? "local" : "cloud"
             return params
+        case .deletionsHeld, .fetchesRefused:
+            // Told by status and the log (and the desktop notifications), not by watch.
+            return nil
         }
     }
 }

@@ -7,7 +7,7 @@ public final class ConfigurationReloader: Sendable {
     /// Settings `PairRuntime.reload` applies while running, as `section.key`.
     static let liveSettings: Set<String> = [
         "device.name", "safety.max-delete-percent", "safety.version-retention", "versions.max-size",
-        "watch.poll-interval", "watch.rescan-interval", "watch.quiet-period",
+        "watch.poll-interval", "watch.rescan-interval", "watch.quiet-period", "desktop.notifications",
     ]
 
     /// What the process started with (restart-only settings keep these values).

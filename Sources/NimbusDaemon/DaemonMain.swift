@@ -88,10 +88,15 @@ public enum DaemonMain {
             return 73  // EX_CANTCREAT: the state directory or journal could not be opened
         }
         log.notice("syncing \(configuration.localRoot) with \(configuration.cloudRoot) as \(configuration.deviceName)")
+        let desktop = startDesktopNotifier(configuration, environment: environment, runtime: runtime, log: log)
+        defer { desktop?.stop() }
         let reloader = ConfigurationReloader(
             initial: configuration,
             load: { try reloadedConfiguration(arguments: arguments, environment: environment) },
-            apply: { runtime.reload(runtimeOptions($0, environment: environment)) })
+            apply: {
+                runtime.reload(runtimeOptions($0, environment: environment))
+                desktop?.setEnabled($0.notifications)
+            })
         let server: ControlServer
         do {
             var context = ControlContext(runtime: runtime, instance: configuration.instance, localRoot: configuration.localRoot,

@@ -61,6 +61,7 @@ public final class HydrationServer: Sendable {
     private let inFlight = Mutex<[FileIdentity: [FanotifyEvent]]>([:])
     private let limiter: Mutex<RateLimiter>
     private let refusedLogged = Mutex<Set<String>>([])
+    private let stormHandler = Mutex<(@Sendable (RelativePath, Int, String?) -> Void)?>(nil)
     private let stopping = Atomic<Bool>(false)
     private let stopped = DispatchSemaphore(value: 0)
     private let fillers = DispatchGroup()
@@ -94,6 +95,12 @@ public final class HydrationServer: Sendable {
     /// Forgets a file that is no longer a placeholder (downloaded, removed, replaced).
     public func forget(device: UInt64, inode: UInt64) {
         _ = placeholders.withLock { $0.removeValue(forKey: FileIdentity(device: device, inode: inode)) }
+    }
+
+    /// Called once per storm (the first open refused past `rateLimit`) with the path, the
+    /// limit and the program, for the desktop notification. Must not block.
+    public func onStorm(_ handler: (@Sendable (RelativePath, Int, String?) -> Void)?) {
+        stormHandler.withLock { $0 = handler }
     }
 
     public func update(_ settings: Settings) {
@@ -182,6 +189,7 @@ public final class HydrationServer: Sendable {
                 log.warning("not-downloaded files are being opened faster than open-rate-limit = \(limit) a minute "
                             + "(\(program.first ?? "pid \(event.pid)") opened \(placeholder.path)): such opens fail "
                             + "with EAGAIN until it calms down; use 'nimbusctl download' for what you need")
+                stormHandler.withLock { $0 }?(placeholder.path, limit, program.first)
             }
             return .wouldBlock
         }

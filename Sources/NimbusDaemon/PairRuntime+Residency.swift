@@ -49,6 +49,7 @@ extension PairRuntime {
                 log.warning("placeholders are being opened faster than open-rate-limit = \(options.openRateLimit) downloads a minute "
                             + "(a search or an indexer?): further downloads on open are refused until it calms down; "
                             + "use 'nimbusctl download' for what you need")
+                engine.emit(.fetchesRefused(target, limit: options.openRateLimit, program: nil))
             }
         }
     }

@@ -16,6 +16,7 @@ extension SyncEngine {
                                                   maxPercent: s.maxDeletePercent, minimum: s.massDeleteMinimum)
         for side in newlyHeldOn {
             log.warning("holding \(plan.deletions(on: side).count) deletions in the \(side) folder (more than \(s.maxDeletePercent)% of \(tracked) synced entries): if the other folder was emptied by mistake, run 'nimbusctl revert-deletes'; to apply them, run 'nimbusctl confirm-deletes'")
+            emit(.deletionsHeld(on: side, plan.deletions(on: side).map(\.path)))
         }
         guard !held.isEmpty else { return plan }
         let filtered = withoutHeld(plan, held)

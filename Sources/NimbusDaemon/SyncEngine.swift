@@ -17,6 +17,8 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
     let state: Mutex<EngineState>
     let eventHandler = Mutex<Callback<EngineEvent>?>(nil)
     let heartbeatHandler = Mutex<Callback<Void>?>(nil)
+    /// A second listener, independent of `onEvent`'s: the desktop notifications.
+    let alertHandler = Mutex<Callback<EngineEvent>?>(nil)
     /// Cleared when the local filesystem turns out to keep no user xattrs.
     let attributesSupported = Atomic<Bool>(true)
     /// Set when a local copy failed: its temporary file may have been carried off by a folder
@@ -75,7 +77,16 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
         eventHandler.withLock { $0 = handler.map(Callback.init) }
     }
 
-    func emit(_ event: EngineEvent) { eventHandler.withLock { $0 }?.call(event) }
+    func emit(_ event: EngineEvent) {
+        eventHandler.withLock { $0 }?.call(event)
+        alertHandler.withLock { $0 }?.call(event)
+    }
+
+    /// Receives the same events as `onEvent`, for the desktop notifications. Called on the
+    /// engine thread: it must not block.
+    public func onAlert(_ handler: (@Sendable (EngineEvent) -> Void)?) {
+        alertHandler.withLock { $0 = handler.map(Callback.init) }
+    }
 
     /// Called between actions and during copies: proof that the engine is making progress
     /// (systemd's watchdog is fed from here).

@@ -74,6 +74,9 @@ private let everyKey = """
     [device]
     name = 'Work Laptop'
 
+    [desktop]
+    notifications = off
+
     [log]
     level = debug
     """
@@ -90,7 +93,7 @@ private let everyKey = """
         #expect(c.stateDirectory == "/home/u/.local/state/nimbus/default")
         #expect(c.deviceName == "laptop")
         #expect(c.mode == .mirror && c.logLevel == .info && c.cloudWatch == .inotify)
-        #expect(c.hydrateOnOpen && c.openRateLimit == 30)
+        #expect(c.hydrateOnOpen && c.openRateLimit == 30 && c.notifications)
         #expect(c.cacheLimit == nil && c.evictAfter == nil && c.minFreeSpace == 1 << 30)
         #expect(c.maxDeletePercent == 50 && c.versionRetention == 30 * 86_400 * 1_000_000_000)
         #expect(c.pollInterval == 30_000_000_000 && c.rescanInterval == 3_600_000_000_000 && c.quietPeriod == 2_000_000_000)
@@ -106,6 +109,7 @@ private let everyKey = """
         #expect(c.maxDeletePercent == 20 && c.versionRetention == 12 * 3_600 * 1_000_000_000)
         #expect(c.cloudWatch == .poll && c.pollInterval == 90_000_000_000 && c.rescanInterval == 5_400_000_000_000)
         #expect(c.quietPeriod == 500_000_000 && c.deviceName == "Work Laptop" && c.logLevel == .debug)
+        #expect(!c.notifications)
     }
 
     /// Every setting prints back to text that parses to the same value, so `--help` shows
@@ -121,7 +125,7 @@ private let everyKey = """
             }
         }
         #expect(try Launch(file: text).configuration() == configured)
-        #expect(ConfigSetting.all.count == 17)
+        #expect(ConfigSetting.all.count == 18)
         #expect(configured.versionsMaxSize == 2 << 30)
     }
 
@@ -257,6 +261,10 @@ extension ConfigurationTests {
             Case(text: "[watch]\npoll-interval = 0s\n", kind: .badValue, line: 2, key: "poll-interval", fragment: "more than zero"),
             Case(text: "[placeholders]\nhydrate-on-open = maybe\n", kind: .badValue, line: 2, key: "hydrate-on-open",
                  fragment: "expected true or false"),
+            Case(text: "[desktop]\nnotifications = sometimes\n", kind: .badValue, line: 2, key: "notifications",
+                 fragment: "[desktop] notifications: expected on or off, got \"sometimes\""),
+            Case(text: "[desktop]\nnotification = on\n", kind: .unknownKey, line: 2, key: "notification",
+                 fragment: "did you mean notifications?"),
             Case(text: "[device]\nname = \"laptop\n", kind: .badValue, line: 2, key: "name", fragment: "unterminated quote"),
             Case(text: "[device]\nname = a/b\n", kind: .badValue, line: 2, key: "name", fragment: "without '/'"),
             Case(text: "[pair]\nmode = mirror\n\nmode = on-demand\n", kind: .duplicateKey, line: 4, key: "mode",

@@ -1,0 +1,42 @@
+import NimbusCore
+import NimbusProtocol
+import NimbusSystem
+
+extension DaemonMain {
+    /// Starts the desktop notifications for `runtime` when a session bus exists (a user
+    /// service; a system service has none), whatever `[desktop] notifications` says, so that a
+    /// reload can switch them on. Their actions run the same engine calls as the control
+    /// protocol, on the engine thread.
+    static func startDesktopNotifier(_ configuration: Configuration, environment: [String: String],
+                                     runtime: PairRuntime, log: Logger) -> DesktopNotifier? {
+        let filter = DesktopAlertFilter(localRoot: configuration.localRoot, cloudRoot: configuration.cloudRoot,
+                                        controlCommand: controlCommand(configuration, environment: environment))
+        let engine = runtime.engine
+        let actions = DesktopNotifier.Actions(
+            decideDeletes: { confirm, paths in
+                runtime.perform {
+                    let held = Set(engine.state.withLock { $0.heldDeletes.map(\.path) })
+                    guard !held.isEmpty, held == paths else {
+                        log.warning("the held deletions changed since the notification, so nothing was \(confirm ? "confirmed" : "restored"); "
+                                    + "'nimbusctl status' shows what is held now")
+                        return
+                    }
+                    let count = confirm ? engine.confirmDeletes() : engine.revertDeletes()
+                    log.notice("\(count) held deletion(s) \(confirm ? "confirmed" : "reverted") from the desktop notification")
+                }
+            },
+            openFolder: { FolderOpener.open($0, log: log) })
+        guard let notifier = DesktopNotifier.start(environment: environment, enabled: configuration.notifications,
+                                                   filter: filter, log: log, actions: actions) else { return nil }
+        engine.onAlert { notifier.post($0) }
+        return notifier
+    }
+
+    /// `nimbusctl` with what reaches this daemon: nothing for the default instance,
+    /// `--instance NAME` for another, `--socket PATH` for a socket given by flag.
+    static func controlCommand(_ configuration: Configuration, environment: [String: String]) -> [String] {
+        let standard = try? Locations.socketPath(instance: configuration.instance, environment: environment, uid: ProcessSupport.userID)
+        if standard != configuration.socketPath { return ["nimbusctl", "--socket", configuration.socketPath] }
+        return configuration.instance == Locations.defaultInstance ? ["nimbusctl"] : ["nimbusctl", "--instance", configuration.instance]
+    }
+}
