@@ -113,7 +113,7 @@ struct DesktopAlertFilter {
         let (here, other) = side == .local ? ("your local folder \(localRoot)", "the cloud folder") : ("the cloud folder \(cloudRoot)", "your local folder")
         let count = paths.count == 1 ? "1 deletion" : "\(paths.count) deletions"
         let body = "\(paths.count == 1 ? "A file was" : "\(paths.count) files were") deleted in \(other), more than the safety limit "
-            + "allows at once, so Nimbus has not deleted \(paths.count == 1 ? "it" : "them") from \(here) yet (\(list(paths))). "
+            + "allows at once, so Nimbus has not deleted \(paths.count == 1 ? "it" : "them") from \(here) yet (\(list(paths.sorted()))). "
             + "Confirm to delete them there too, or restore them to \(other). "
             + "In a terminal: \(command("confirm-deletes")) or \(command("revert-deletes"))."
         return DesktopAlert(summary: "Nimbus is holding \(count)", body: body, urgency: 2,

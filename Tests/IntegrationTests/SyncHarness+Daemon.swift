@@ -32,6 +32,9 @@ final class SyncDaemon {
     /// A program that runs nimbusd (its path and arguments are appended), such as `setpriv`
     /// to start it as another user with a capability, as a system unit would. Empty: none.
     var launcher: [String] = []
+    /// Environment variables set for every launch. By default no session bus: a test daemon
+    /// must never show notifications on the desktop of whoever runs the tests.
+    var environmentOverrides = ["DBUS_SESSION_BUS_ADDRESS": "disabled:"]
 
     var arguments: [String] {
         ["--local", local, "--cloud", cloud, "--state-dir", stateDirectory, "--socket", socketPath,
@@ -75,6 +78,7 @@ final class SyncDaemon {
         environment["NOTIFY_SOCKET"] = notifyPath
         environment["JOURNAL_STREAM"] = nil
         environment["WATCHDOG_USEC"] = nil
+        environment.merge(environmentOverrides) { $1 }
         process.environment = environment
         process.standardError = log
         process.standardOutput = log

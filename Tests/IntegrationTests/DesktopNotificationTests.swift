@@ -1,0 +1,117 @@
+import Foundation
+import Glibc
+import NimbusSystem
+import Testing
+
+private typealias F = SyncFiles
+private typealias E = SyncExpect
+
+/// nimbusd on a private session bus with a recorder standing in for the desktop's
+/// notification server (SessionBusHarness): what the user is told, how often, and what a
+/// click does.
+@Suite(.timeLimit(.minutes(3)))
+struct DesktopNotificationTests {
+    /// 150 synced files, 120 of them deleted locally: the guard holds the deletions, the
+    /// desktop is told exactly once (not once per pass), and "Confirm deletions" applies them.
+    @Test func heldDeletionsAreNotifiedOnceAndConfirmedFromTheNotification() async throws {
+        try await DBusClientTests.withRecorder("notify-held") { bus, recorder, sandbox in
+            let daemon = try sandbox.daemon(device: "alpha")
+            daemon.environmentOverrides["DBUS_SESSION_BUS_ADDRESS"] = bus.address
+            let names = (0..<150).map { "f\($0).txt" }
+            try F.makeDirectory(F.join(daemon.local, "docs"))
+            for name in names { try F.write(F.join(daemon.local, "docs/" + name), Array("file \(name)\n".utf8)) }
+            try await daemon.start()
+            try await sandbox.converge("first sync of 150 files", daemon.local, daemon.cloud, timeout: .seconds(60)) {
+                let count = try SyncTree(scanning: daemon.cloud).fileCount
+                return count == 150 ? nil : "\(count) of 150 files in the cloud folder"
+            }
+            #expect(recorder.recorded.isEmpty, "notified before anything needed the user: \(recorder.recorded.map(\.summary))")
+
+            let mark = daemon.logMark
+            for name in names.prefix(120) { try F.remove(F.join(daemon.local, "docs/" + name)) }
+            _ = try await daemon.waitForLog("holding", since: mark, timeout: .seconds(60))
+            let calls = try await recorder.waitForCalls(1)
+            try #require(calls.count == 1, "\(calls.map(\.summary))\n\(sandbox.logs(lines: 30))")
+            let held = calls[0]
+            #expect(held.appName == "Nimbus" && held.summary == "Nimbus is holding 120 deletions", "\(held.summary)")
+            #expect(held.body.contains("docs/f0.txt") && held.body.contains(daemon.cloud), "\(held.body)")
+            #expect(held.actions == ["confirm-deletes", "Confirm deletions", "revert-deletes", "Restore files"])
+
+            // More passes (a new file, a full rescan) tell nothing new.
+            try F.write(F.join(daemon.local, "after.txt"), Array("later\n".utf8))
+            try await sandbox.eventually("a new file still syncs while deletions are held", timeout: .seconds(30)) {
+                try E.file(daemon.cloud, "after.txt", "later\n")
+            }
+            #expect(daemon.control(["rescan"]).status == 0)
+            #expect(recorder.recorded.count == 1, "told again: \(recorder.recorded.map(\.summary))")
+            #expect(try SyncTree(scanning: daemon.cloud).fileCount == 151)
+
+            recorder.invoke("confirm-deletes", on: held.id)
+            try await sandbox.converge("deletions confirmed from the notification", daemon.local, daemon.cloud, timeout: .seconds(30)) {
+                let count = try SyncTree(scanning: daemon.cloud).fileCount
+                return count == 31 ? nil : "\(count) files in the cloud folder, expected 31"
+            }
+            _ = try await daemon.waitForLog("confirmed from the desktop notification", since: mark)
+            try await daemon.stop()
+        }
+    }
+
+    /// A conflict made while the daemon was stopped is told once, naming the file; "Show
+    /// conflict" opens its folder with xdg-open (a stand-in on PATH records what it was given).
+    @Test func aConflictIsNotifiedAndShowConflictOpensItsFolder() async throws {
+        try await DBusClientTests.withRecorder("notify-conflict") { bus, recorder, sandbox in
+            let bin = try sandbox.folder("bin")
+            let opened = sandbox.root + "/opened.txt"
+            try F.write(F.join(bin, "xdg-open"), Array("#!/bin/sh\nprintf '%s\\n' \"$@\" > '\(opened).tmp' && mv '\(opened).tmp' '\(opened)'\n".utf8),
+                        mode: 0o755)
+            let daemon = try sandbox.daemon(device: "alpha")
+            daemon.environmentOverrides["DBUS_SESSION_BUS_ADDRESS"] = bus.address
+            daemon.environmentOverrides["PATH"] = bin + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
+            try F.makeDirectory(F.join(daemon.local, "team notes"))
+            try F.write(F.join(daemon.local, "team notes/plan.txt"), Array("original\n".utf8))
+            try await daemon.start()
+            try await sandbox.converge("first sync", daemon.local, daemon.cloud) { try E.file(daemon.cloud, "team notes/plan.txt", "original\n") }
+            try await daemon.stop()
+            try F.write(F.join(daemon.local, "team notes/plan.txt"), Array("edited here\n".utf8))
+            try F.write(F.join(daemon.cloud, "team notes/plan.txt"), Array("edited in the cloud\n".utf8))
+            try await daemon.start()
+
+            let calls = try await recorder.waitForCalls(1)
+            try #require(calls.count == 1, "\(calls.map(\.summary))\n\(sandbox.logs(lines: 30))")
+            #expect(calls[0].summary == "Conflict: plan.txt")
+            #expect(calls[0].body.contains(daemon.local + "/team notes/plan.txt was changed here and on another device"), "\(calls[0].body)")
+            #expect(calls[0].actions == ["show-conflict", "Show conflict", "default", "Show conflict"])
+            recorder.invoke("show-conflict", on: calls[0].id)
+            try await sandbox.eventually("xdg-open was run on the conflict's folder", timeout: .seconds(30)) {
+                let text = (try? String(contentsOfFile: opened, encoding: .utf8)) ?? ""
+                return text == daemon.local + "/team notes\n" ? nil : "xdg-open got \(text.debugDescription)"
+            }
+            #expect(recorder.recorded.count == 1)
+            try await daemon.stop()
+        }
+    }
+
+    /// A session bus that accepts connections and never answers: the daemon logs it once,
+    /// still holds deletions and still syncs, and stops cleanly.
+    @Test func aBusThatNeverAnswersCostsTheSyncNothing() async throws {
+        let sandbox = try SyncSandbox("notify-silent-bus")
+        defer { sandbox.finish() }
+        let silent = try UnixStreamSocket.listen(at: sandbox.root + "/silent-bus")
+        defer { silent.close() }
+        let daemon = try sandbox.daemon(device: "alpha")
+        daemon.environmentOverrides["DBUS_SESSION_BUS_ADDRESS"] = "unix:path=" + sandbox.root + "/silent-bus"
+        for i in 0..<150 { try F.write(F.join(daemon.local, "f\(i)"), Array("\(i)\n".utf8)) }
+        try await daemon.start()
+        try await sandbox.converge("first sync", daemon.local, daemon.cloud, timeout: .seconds(60)) {
+            try E.file(daemon.cloud, "f149", "149\n")
+        }
+        let mark = daemon.logMark
+        for i in 0..<120 { try F.remove(F.join(daemon.local, "f\(i)")) }
+        _ = try await daemon.waitForLog("holding", since: mark, timeout: .seconds(60))
+        _ = try await daemon.waitForLog("desktop notifications: cannot use the session bus", since: mark, timeout: .seconds(30))
+        try F.write(F.join(daemon.local, "after"), Array("x\n".utf8))
+        try await sandbox.eventually("a new file still syncs", timeout: .seconds(30)) { try E.file(daemon.cloud, "after", "x\n") }
+        #expect(daemon.logLines(containing: "cannot use the session bus").count == 1)
+        try await daemon.stop()
+    }
+}
