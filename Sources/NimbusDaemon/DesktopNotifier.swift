@@ -43,9 +43,9 @@ final class DesktopNotifier: @unchecked Sendable {
                       actions: Actions) -> DesktopNotifier? {
         let socketPath: String
         do {
-            socketPath = try DBusAddress.sessionSocket(environment: environment) { path in
-                (try? UnixStreamSocket.ownership(of: path))?.isSocket == true
-            }
+            // $XDG_RUNTIME_DIR/bus is taken even before it exists: a daemon started at boot
+            // (nimbusd-user@.service) sees the user's session bus appear when they log in.
+            socketPath = try DBusAddress.sessionSocket(environment: environment) { _ in true }
         } catch {
             log.info("desktop notifications: off (\(error))")
             return nil
@@ -169,7 +169,10 @@ final class DesktopNotifier: @unchecked Sendable {
         connection = nil
         shown = [:]
         retryAfter = DispatchTime.now().uptimeNanoseconds + Self.retryInterval
-        if !failureLogged {
+        if !failureLogged, case DBusError.noBus(let why) = error {
+            log.info("desktop notifications: \(why); the next notification tries again (at most once a minute)")
+            failureLogged = true
+        } else if !failureLogged {
             log.warning("desktop notifications: cannot use the session bus at \(socketPath): \(error); syncing goes on, "
                         + "and the next notification tries again (at most once a minute)")
             failureLogged = true
