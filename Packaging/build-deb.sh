@@ -180,6 +180,10 @@ if command -v fish >/dev/null; then fish -n "$root/usr/share/fish/vendor_complet
 # Placeholders open with `nimbusctl open` from a file manager (DESIGN §5).
 install_file 0644 "$packaging/nimbus.xml" usr/share/mime/packages/nimbus.xml
 install_file 0644 "$packaging/nimbus-open.desktop" usr/share/applications/nimbus-open.desktop
+# The Dolphin service menu (issue 14) and the helper its actions run. A root-owned service menu
+# in a system folder needs no executable bit (KIO's KDesktopFile::isAuthorizedDesktopFile).
+install_file 0644 "$packaging/dolphin/nimbus.desktop" usr/share/kio/servicemenus/nimbus.desktop
+install_file 0755 "$packaging/dolphin/nimbus-dolphin" usr/libexec/nimbus/nimbus-dolphin
 
 # Documentation. A native package (the packaging lives in the upstream tree and the version
 # has no Debian revision), so the changelog is changelog.gz, not changelog.Debian.gz.

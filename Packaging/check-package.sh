@@ -192,6 +192,19 @@ if command -v desktop-file-validate >/dev/null; then
     desktop-file-validate "$desktop" || die "nimbus-open.desktop does not validate"
 fi
 ok "nimbus-open.desktop"
+servicemenu=$root/usr/share/kio/servicemenus/nimbus.desktop
+helper=$root/usr/libexec/nimbus/nimbus-dolphin
+[[ -f $servicemenu && -x $helper ]] || die "the Dolphin service menu or its helper nimbus-dolphin is missing"
+sh -n "$helper" || die "nimbus-dolphin has syntax errors"
+grep -q '^Exec=/usr/libexec/nimbus/nimbus-dolphin download %F$' "$servicemenu" \
+    || die "the Dolphin service menu does not run nimbus-dolphin"
+if command -v desktop-file-validate >/dev/null; then
+    # It knows only freedesktop types: KDE's Type=Service keys and the all/all pseudo-type are expected.
+    problems=$(desktop-file-validate "$servicemenu" 2>&1 | grep -v -e 'the type is "Service" while this key is only valid for type "Application"' \
+                                                             -e '"all" is an unregistered media type') || true
+    [[ -z $problems ]] || die "the Dolphin service menu does not validate: $problems"
+fi
+ok "Dolphin service menu"
 
 # --- 6. lintian --------------------------------------------------------------------------------
 
