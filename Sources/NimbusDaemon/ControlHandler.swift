@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import NimbusCore
 import NimbusProtocol
 import NimbusSystem
@@ -107,16 +107,16 @@ final class ControlHandler {
 
     /// Not JSON at all (parse error), or JSON that is not a request object.
     private func rejectUnreadable(_ data: Data, _ error: any Error, _ client: ControlClientConnection) {
-        guard let json = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]) else {
+        guard let shape = try? decoder.decode(JSONShape.self, from: data) else {
             let reason = String(validating: data, as: UTF8.self) == nil ? "the line is not valid UTF-8" : Self.syntaxProblem(error)
             return reply(nil, client, RPCError(.parseError, "the line is not valid JSON", reason: reason, suggestion: Self.requestExample),
                          always: true)
         }
         let reason: String
-        switch json {
-        case is [Any]: reason = "batches (JSON arrays) are not supported; send one request per line"
-        case is [String: Any]: reason = Self.explain(error)
-        default: reason = "a request must be a JSON object"
+        switch shape {
+        case .array: reason = "batches (JSON arrays) are not supported; send one request per line"
+        case .object: reason = Self.explain(error)
+        case .scalar: reason = "a request must be a JSON object"
         }
         // Find the id if it is readable, so the client can match the error to its request.
         let id = (try? decoder.decode(IDOnly.self, from: data))?.id
@@ -125,6 +125,29 @@ final class ControlHandler {
     }
 
     private struct IDOnly: Decodable { var id: RequestID? }
+
+    /// What a line of valid JSON is at its top level, read without decoding its contents.
+    private enum JSONShape: Decodable {
+        case array, object, scalar
+
+        private struct AnyKey: CodingKey {
+            var stringValue: String
+            var intValue: Int? { nil }
+            init(stringValue: String) { self.stringValue = stringValue }
+            init?(intValue: Int) { nil }
+        }
+
+        init(from decoder: any Decoder) throws {
+            if (try? decoder.unkeyedContainer()) != nil {
+                self = .array
+            } else if (try? decoder.container(keyedBy: AnyKey.self)) != nil {
+                self = .object
+            } else {
+                _ = try decoder.singleValueContainer()
+                self = .scalar
+            }
+        }
+    }
 
     /// The parameters of `request` as `P`; nil when absent.
     func params<P: Decodable & Sendable>(_ type: P.Type, _ request: ControlRequest) throws -> P? {
@@ -176,8 +199,10 @@ final class ControlHandler {
             var keys = context.codingPath
             if let extra { keys.append(extra) }
             if keys.first?.stringValue == "params" { keys.removeFirst() }
-            let text = keys.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
-            return text.isEmpty ? "params" : text.replacingOccurrences(of: ".[", with: "[")
+            let text = keys.enumerated().map { index, key in
+                key.intValue.map { "[\($0)]" } ?? (index == 0 ? key.stringValue : "." + key.stringValue)
+            }.joined()
+            return text.isEmpty ? "params" : text
         }
         switch error {
         case .typeMismatch(let type, let context): return "\(location(context)): expected \(describe(type))"

@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import NimbusCore
 import NimbusProtocol
 import NimbusSystem
@@ -66,9 +66,7 @@ public final class ControlServer: @unchecked Sendable {
     /// Starts the server thread and subscribes to the engine's events.
     public func start() {
         handler.context.runtime.engine.onEvent { [weak self] event in self?.engineEvent(event) }
-        let thread = Thread { [self] in run() }
-        thread.name = "nimbus-control"
-        thread.start()
+        ProcessSupport.detachThread(name: "nimbus-control") { [self] in run() }
         log.info("control socket: \(socketPath)")
     }
 
@@ -109,7 +107,7 @@ public final class ControlServer: @unchecked Sendable {
                 ready = try pollSet.wait(timeoutMilliseconds: timeout)
             } catch {
                 log.error("control socket: poll failed: \(error)")
-                Thread.sleep(forTimeInterval: 0.1)
+                ProcessSupport.pause(milliseconds: 100)
                 continue
             }
             for (descriptor, what) in ready {

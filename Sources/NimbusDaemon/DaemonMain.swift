@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import NimbusCore
 import NimbusProtocol
 import NimbusSystem
@@ -19,10 +19,10 @@ public enum DaemonMain {
                 hostname: ProcessInfo.processInfo.hostName, uid: ProcessSupport.userID,
                 readFile: { try ProcessSupport.readFileIfExists($0) })
         } catch let error as any LaunchError {
-            FileHandle.standardError.write(Data("nimbusd: \(error)\n".utf8))
+            ProcessSupport.write("nimbusd: \(error)\n", toStandardError: true)
             return error.exitCode
         } catch {
-            FileHandle.standardError.write(Data("nimbusd: \(error)\n".utf8))
+            ProcessSupport.write("nimbusd: \(error)\n", toStandardError: true)
             return 78
         }
         switch launch {
@@ -57,7 +57,7 @@ public enum DaemonMain {
         engine.minFreeSpace = c.minFreeSpace
         engine.cacheLimit = c.cacheLimit
         engine.evictAfter = c.evictAfter
-        engine.utcOffsetSeconds = TimeZone.current.secondsFromGMT()
+        engine.utcOffsetSeconds = ProcessSupport.utcOffsetSeconds
         var options = RuntimeOptions(localRoot: c.localRoot, cloudRoot: c.cloudRoot, stateDirectory: c.stateDirectory, engine: engine)
         options.createMissingRoots = c.usesEmbeddedDefaults
         options.cloudPolls = c.cloudWatch == .poll

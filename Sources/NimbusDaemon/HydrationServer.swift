@@ -1,4 +1,5 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import Glibc
 import NimbusCore
 import NimbusSystem
@@ -83,7 +84,7 @@ public final class HydrationServer: Sendable {
         self.now = now
         self.progress = progress
         self.completed = completed
-        Thread { [self] in serve() }.start()
+        ProcessSupport.detachThread(name: "nimbus-hydrate") { [self] in serve() }
     }
 
     /// Knows `inode` of `device` as the not-downloaded file `placeholder` (after creating,
@@ -125,7 +126,7 @@ public final class HydrationServer: Sendable {
                 for event in try group.readEvents() { handle(event) }
             } catch {
                 log.error("real-name placeholders: cannot read the kernel's events: \(error)")
-                Thread.sleep(forTimeInterval: 0.2)
+                ProcessSupport.pause(milliseconds: 200)
             }
         }
     }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import NimbusSystem
 
 /// Log lines to stderr: plain when run by hand, with `<N>` syslog priority prefixes when
 /// stderr is connected to the journal (systemd sets `JOURNAL_STREAM`).
@@ -28,7 +29,7 @@ public final class Logger: Sendable {
     public func log(_ level: Level, _ message: @autoclosure () -> String) {
         guard let threshold, level <= threshold else { return }
         let line = journald ? "<\(level.rawValue)>\(message())\n" : "nimbusd: \(level == .info || level == .notice ? "" : "\(level.name): ")\(message())\n"
-        FileHandle.standardError.write(Data(line.utf8))
+        ProcessSupport.write(line, toStandardError: true)
     }
 
     public func error(_ m: @autoclosure () -> String) { log(.error, m()) }

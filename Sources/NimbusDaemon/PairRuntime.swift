@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 import NimbusCore
 import NimbusSystem
@@ -376,7 +376,7 @@ public final class PairRuntime: @unchecked Sendable {
         }
         watchers[side] = watcher
         let inbox = self.inbox
-        let thread = Thread { [self] in
+        ProcessSupport.detachThread(name: "nimbus-watch-\(side)") { [self] in
             while !stopping.load(ordering: .sequentiallyConsistent) {
                 do {
                     let events = try watcher.next(timeout: nil)
@@ -389,8 +389,6 @@ public final class PairRuntime: @unchecked Sendable {
             }
             inbox.post(.watcherStopped(side))
         }
-        thread.name = "nimbus-watch-\(side)"
-        thread.start()
         return true
     }
 

@@ -1,38 +1,48 @@
 import Dispatch
-import Foundation
+import NimbusSystem
+import Synchronization
 import NimbusCore
 
 /// The real clock: a monotonic one for waiting, the wall clock for names and retention.
 public struct SystemClock: Clock {
     public init() {}
     public var monotonicNow: Int64 { Int64(DispatchTime.now().uptimeNanoseconds) }
-    public var wallNow: Int64 { Int64(Date().timeIntervalSince1970 * 1_000_000_000) }
+    public var wallNow: Int64 { ProcessSupport.wallClockNanoseconds }
 }
 
 /// A queue of messages for the engine thread, which sleeps until one arrives or a deadline
-/// passes: no polling, so an idle daemon uses no CPU.
-final class Inbox<Message: Sendable>: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var messages: [Message] = []
+/// passes: no polling, so an idle daemon uses no CPU. Each post signals the semaphore once;
+/// a wake-up that finds the queue already drained (an earlier wait took those messages)
+/// simply waits again.
+final class Inbox<Message: Sendable>: Sendable {
+    private let messages = Mutex<[Message]>([])
+    private let arrived = DispatchSemaphore(value: 0)
 
     func post(_ message: Message) {
-        condition.lock()
-        messages.append(message)
-        condition.signal()
-        condition.unlock()
+        messages.withLock { $0.append(message) }
+        arrived.signal()
     }
 
     /// Waits until a message arrives or `deadline` (monotonic ns) passes; returns all queued.
     func wait(until deadline: Int64?, clock: any Clock) -> [Message] {
-        condition.lock()
-        defer { condition.unlock() }
-        while messages.isEmpty {
-            guard let deadline else { condition.wait(); continue }
+        while true {
+            let taken = messages.withLock { queued in
+                defer { queued = [] }
+                return queued
+            }
+            if !taken.isEmpty { return taken }
+            guard let deadline else {
+                arrived.wait()
+                continue
+            }
             let remaining = deadline - clock.monotonicNow
-            if remaining <= 0 { break }
-            _ = condition.wait(until: Date(timeIntervalSinceNow: Double(remaining) / 1e9))
+            if remaining <= 0 { return [] }
+            if arrived.wait(timeout: .now() + .nanoseconds(Int(remaining))) == .timedOut {
+                return messages.withLock { queued in
+                    defer { queued = [] }
+                    return queued
+                }
+            }
         }
-        defer { messages = [] }
-        return messages
     }
 }

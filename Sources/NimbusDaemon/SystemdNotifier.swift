@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import NimbusSystem
 
 /// systemd's notification protocol, in our own code (DESIGN §8): datagrams to `$NOTIFY_SOCKET`.

@@ -1,3 +1,4 @@
+import CNimbus
 import Glibc
 
 // What nimbusctl and NimbusClient need of the system that would otherwise come from all of
@@ -27,10 +28,21 @@ extension ProcessSupport {
         return parts.tm_gmtoff
     }
 
-    /// Runs `body` on a new thread of its own (for a loop that blocks in a system call).
-    /// The corresponding C function is `pthread_create`.
-    public static func detachThread(_ body: @escaping @Sendable () -> Void) {
-        let box = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
+    /// Runs `body` on a new thread of its own (for a loop that blocks in a system call),
+    /// named `name` (at most 15 bytes are kept) in `ps -L` and `/proc/PID/task/*/comm`.
+    /// The corresponding C functions are `pthread_create` and `prctl(PR_SET_NAME)`.
+    public static func detachThread(name: String? = nil, _ body: @escaping @Sendable () -> Void) {
+        let run: @Sendable () -> Void
+        if let name {
+            run = {
+                // PR_SET_NAME (15) names the calling thread; the kernel keeps 15 bytes.
+                _ = name.withCString { cnimbus_prctl(15, UInt(bitPattern: $0), 0, 0, 0) }
+                body()
+            }
+        } else {
+            run = body
+        }
+        let box = Unmanaged.passRetained(ThreadBody(run)).toOpaque()
         var thread = pthread_t()
         let result = pthread_create(&thread, nil, { context in
             let body = Unmanaged<ThreadBody>.fromOpaque(context!).takeRetainedValue()
@@ -43,6 +55,21 @@ extension ProcessSupport {
             Unmanaged<ThreadBody>.fromOpaque(box).release()
             preconditionFailure("pthread_create failed: \(result)")
         }
+    }
+
+    /// The wall clock in nanoseconds since 1970. The corresponding C function is `clock_gettime`.
+    public static var wallClockNanoseconds: Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+    }
+
+    /// Sleeps for `milliseconds` on this thread (a back-off after an unexpected failure, never
+    /// a wait for an event). The corresponding C function is `nanosleep`.
+    public static func pause(milliseconds: Int) {
+        var request = timespec(tv_sec: milliseconds / 1000, tv_nsec: (milliseconds % 1000) * 1_000_000)
+        var remaining = timespec()
+        while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
     }
 
     /// Whether `path` itself (a symlink is not followed, so it is not a directory) is a
