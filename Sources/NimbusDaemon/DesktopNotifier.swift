@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import NimbusCore
 import NimbusSystem
 import Synchronization
@@ -52,9 +52,7 @@ final class DesktopNotifier: @unchecked Sendable {
         }
         guard let wake = try? WakePipe() else { return nil }
         let notifier = DesktopNotifier(socketPath: socketPath, enabled: enabled, filter: filter, wake: wake, log: log, actions: actions)
-        let thread = Thread { notifier.run() }
-        thread.name = "nimbus-desktop"
-        thread.start()
+        ProcessSupport.detachThread(name: "nimbus-desktop") { notifier.run() }
         log.info("desktop notifications: \(enabled ? "on" : "off (notifications = off)"), session bus \(socketPath)")
         return notifier
     }
