@@ -185,6 +185,15 @@ install_file 0644 "$packaging/nimbus-open.desktop" usr/share/applications/nimbus
 install_file 0644 "$packaging/dolphin/nimbus.desktop" usr/share/kio/servicemenus/nimbus.desktop
 install_file 0755 "$packaging/dolphin/nimbus-dolphin" usr/libexec/nimbus/nimbus-dolphin
 
+# The GNOME Files extension (issue 14), where python3-nautilus loads extensions, and the
+# emblems the icon theme lacks (themed names are used where they exist).
+for file in Packaging/nautilus/nimbus_nautilus.py Packaging/nautilus/nimbus_shell/*.py; do
+    install_file 0644 "$file" "usr/share/nautilus-python/extensions/${file#Packaging/nautilus/}"
+done
+for icon in Packaging/icons/emblem-*.svg; do
+    install_file 0644 "$icon" "usr/share/icons/hicolor/scalable/emblems/${icon##*/}"
+done
+
 # Documentation. A native package (the packaging lives in the upstream tree and the version
 # has no Debian revision), so the changelog is changelog.gz, not changelog.Debian.gz.
 doc=usr/share/doc/nimbus
@@ -223,7 +232,7 @@ Architecture: $arch
 Maintainer: $(dpkg-parsechangelog -l "$packaging/changelog" -S Maintainer)
 Installed-Size: $installed_size
 Depends: $depends
-Recommends: xdg-utils
+Recommends: xdg-utils, python3-nautilus
 Section: utils
 Priority: optional
 Description: two-way folder sync with files on demand
@@ -242,6 +251,9 @@ Description: two-way folder sync with files on demand
  units for a user service, for a desktop user's service with files on demand
  under their real names, and for a sandboxed system service, and shell
  completions for bash, zsh and fish.
+ .
+ With python3-nautilus, GNOME Files (Nautilus) shows each file's sync state
+ as an emblem and offers the Nimbus actions in its context menu.
 EOF
 
 (cd "$root" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | sort -z | xargs -0 md5sum) > "$root/DEBIAN/md5sums"

@@ -205,6 +205,12 @@ if command -v desktop-file-validate >/dev/null; then
     [[ -z $problems ]] || die "the Dolphin service menu does not validate: $problems"
 fi
 ok "Dolphin service menu"
+extensions=$root/usr/share/nautilus-python/extensions
+[[ -f $extensions/nimbus_nautilus.py && -f $extensions/nimbus_shell/monitor.py ]] \
+    || die "the Nautilus extension is not in usr/share/nautilus-python/extensions"
+(cd "$extensions" && python3 -B -c 'import nimbus_shell.monitor, nimbus_shell.actions') \
+    || die "the Nautilus extension's modules do not import"
+ok "Nautilus extension and $(ls "$root"/usr/share/icons/hicolor/scalable/emblems | wc -l) emblem icons"
 
 # --- 6. lintian --------------------------------------------------------------------------------
 

@@ -142,6 +142,8 @@ struct PackagingTests {
             "usr/share/fish/vendor_completions.d/nimbusctl.fish",
             "usr/share/mime/packages/nimbus.xml", "usr/share/applications/nimbus-open.desktop",
             "usr/share/doc/nimbus/copyright", "usr/share/doc/nimbus/changelog.gz",
+            "usr/share/nautilus-python/extensions/nimbus_nautilus.py", "usr/share/nautilus-python/extensions/nimbus_shell/monitor.py",
+            "usr/share/icons/hicolor/scalable/emblems/emblem-nimbus-cloud.svg",
         ]
         for path in expected {
             #expect(FileManager.default.fileExists(atPath: root + "/" + path), "the package has no /\(path)")
