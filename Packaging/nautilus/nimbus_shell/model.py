@@ -171,6 +171,12 @@ class PairModel:
         pinned = bool(entry) and entry.get("residency") == "pinned"
         return emblems_for(shown, pinned), describe(entry, shown), known_as
 
+    def absorb(self, entry):
+        """An entry a request answered with (pin, unpin, evict, download); returns what changed."""
+        path = entry_path(entry)
+        self._update_entry(path, {key: entry.get(key) for key in ("state", "residency", "progress", "message")})
+        return self._set_shown(path, display_state(entry.get("state")))
+
     # --- Live updates ----------------------------------------------------------------------------
 
     def apply(self, message):

@@ -230,11 +230,22 @@ class Monitor:
                 try:
                     connection = rpc.Connection(self.loop, socket_path, self.timeout)
                     try:
-                        outcomes.append((params, await connection.call(method, params)))
+                        result = await connection.call(method, params)
                     finally:
                         connection.close()
+                    outcomes.append((params, result))
+                    self._absorb(socket_path, result)
                 except (rpc.RPCError, rpc.Unreachable) as error:
                     outcomes.append((params, error))
             return outcomes
 
         spawn(send_all(), lambda outcomes, error: done(outcomes if error is None else [(None, error)]))
+
+    def _absorb(self, socket_path, result):
+        """Shows at once what an action changed (a pin is not a state change the daemon announces)."""
+        daemon = self.daemons.get(socket_path)
+        model = daemon.model if daemon else None
+        if model and "residency" in result and "state" in result:
+            changed = model.absorb(result)
+            self.on_change([model.absolute(path) for path in changed]
+                           + [model.absolute(path) + PLACEHOLDER_SUFFIX for path in changed if path and model.style == "suffix"])

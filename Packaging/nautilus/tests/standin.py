@@ -121,6 +121,14 @@ class StandIn:
             return {"path": params.get("path"), "versions": [
                 {"id": "v2", "size": 1500, "mtime": "2026-01-02T10:00:00.5Z"},
                 {"id": "v1", "size": 3, "mtime": "2026-01-01T09:00:00Z"}]}
+        if method in ("pin", "unpin", "evict", "download"):
+            with self.lock:
+                found = [e for e in self.entries if e["path"] == params.get("path")]
+                if found:
+                    changed = {"pin": {"residency": "pinned"}, "unpin": {"residency": "auto"},
+                               "evict": {"state": "notDownloaded"}, "download": {"state": "downloading"}}[method]
+                    found[0].update(changed)
+                    return dict(found[0])
         return dict(params)
 
     def _list(self, params, cursors):
