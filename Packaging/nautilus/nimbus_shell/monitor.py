@@ -7,6 +7,7 @@ about a path is answered at once from what is known, and `on_change(absolute pat
 later answers so that the file manager asks again.
 """
 
+import collections
 import os
 import sys
 
@@ -23,10 +24,11 @@ def _log(text):
 class Daemon:
     """One daemon, reached on `socket_path`. `alive` turns false when its session ends."""
 
-    def __init__(self, loop, socket_path, on_change, timeout=rpc.CALL_TIMEOUT, log=_log):
+    def __init__(self, loop, socket_path, on_change, timeout=rpc.CALL_TIMEOUT, log=_log, on_connect=None):
         self.loop = loop
         self.socket_path = socket_path
         self.on_change = on_change
+        self.on_connect = on_connect or (lambda root: on_change([root]))
         self.timeout = timeout
         self.log = log
         self.model = None
@@ -86,7 +88,7 @@ class Daemon:
             return
         self.model = model
         self.log("connected to %s (%s, %s placeholders)" % (self.socket_path, model.root, model.style))
-        self.on_change([model.root])
+        self.on_connect(model.root)
         early, self.early = self.early, []
         for message in early:
             self._notification(message)
@@ -175,6 +177,9 @@ class Monitor:
         self.log = log
         self.daemons = {}
         self.timer = None
+        # Folders shown while no daemon owned them (it was not running yet, or restarting): when
+        # one connects, what they show is asked for again. The most recent few are enough.
+        self.unowned = collections.OrderedDict()
 
     def start(self):
         """Discovers now and then every `rescan_seconds` (a daemon started or restarted later)."""
@@ -196,7 +201,8 @@ class Monitor:
             current = self.daemons.get(path)
             if current and current.alive:
                 continue
-            daemon = self.daemons[path] = Daemon(self.loop, path, self.on_change, self.timeout, self.log)
+            daemon = self.daemons[path] = Daemon(self.loop, path, self.on_change, self.timeout, self.log,
+                                                 on_connect=self._connected)
             try:
                 daemon.start()
             except rpc.Unreachable as error:
@@ -215,7 +221,25 @@ class Monitor:
 
     def info(self, absolute, is_folder):
         daemon = self.owner(absolute)
-        return daemon.info(absolute, is_folder) if daemon else None
+        if daemon is None:
+            folder = os.path.dirname(os.path.normpath(absolute))
+            self.unowned[folder] = True
+            self.unowned.move_to_end(folder)
+            while len(self.unowned) > 32:
+                self.unowned.popitem(last=False)
+            return None
+        return daemon.info(absolute, is_folder)
+
+    def _connected(self, root):
+        """A daemon is ready: the folders of its tree already on screen are asked for again."""
+        paths = [root]
+        for folder in [f for f in self.unowned if f == root or f.startswith(root.rstrip("/") + "/")]:
+            del self.unowned[folder]
+            try:
+                paths += [folder] + [os.path.join(folder, name) for name in os.listdir(folder)]
+            except OSError:
+                pass
+        self.on_change(paths)
 
     def target(self, absolute, is_folder):
         daemon = self.owner(absolute)

@@ -50,6 +50,7 @@ class MonitorTestCase(unittest.TestCase):
 
     def shown(self, path, is_folder=False):
         """Asks like Nautilus does, and waits for the answer the listing brings."""
+        self.changed.discard(path)
         first = self.monitor.info(path, is_folder)
         if first is not None:
             return first
@@ -87,12 +88,17 @@ class DiscoveryTests(MonitorTestCase):
         self.assertFalse(monitor.daemons[os.path.join(self.runtime, "nimbus", "crashed.sock")].alive)
         self.assertIsNone(monitor.info("/anything", False))
 
-    def test_a_daemon_started_later_is_found_by_the_next_look(self):
+    def test_a_daemon_started_later_is_found_and_the_files_already_shown_are_asked_again(self):
+        root = os.path.join(self.work, "Later")
+        os.makedirs(root + "/sub")
+        open(root + "/sub/f", "w").close()
         monitor = self.start_monitor()
         monitor.rescan_seconds = 0.05
-        root = os.path.join(self.work, "Later")
-        self.daemon("later", root, [entry("f")])
+        self.assertIsNone(monitor.info(root + "/sub/f", False), "no daemon yet")
+        self.daemon("later", root, [entry("sub", kind="directory"), entry("sub/f")])
         self.connected(root)
+        self.assertIn(root + "/sub/f", self.changed, "Nautilus is told to ask again")
+        self.assertEqual(self.shown(root + "/sub/f")[0], [EMBLEMS["inSync"]])
 
 
 class ListingTests(MonitorTestCase):
