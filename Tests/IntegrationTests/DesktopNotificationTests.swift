@@ -91,6 +91,28 @@ struct DesktopNotificationTests {
         }
     }
 
+    /// A server without actions and with body markup: the cloud folder taken away stops the
+    /// pair, which is told once, with no buttons, the folder's "<&>" escaped.
+    @Test func aHaltedPairIsToldOnceWithoutActionsWhereTheServerHasNone() async throws {
+        try await DBusClientTests.withRecorder("notify-halted", capabilities: ["body", "body-markup"]) { bus, recorder, sandbox in
+            let daemon = try sandbox.daemon(device: "alpha", cloud: "cloud <&>")
+            daemon.environmentOverrides["DBUS_SESSION_BUS_ADDRESS"] = bus.address
+            try F.write(F.join(daemon.local, "a.txt"), Array("a\n".utf8))
+            try await daemon.start()
+            try await sandbox.converge("first sync", daemon.local, daemon.cloud) { try E.file(daemon.cloud, "a.txt", "a\n") }
+            try F.rename(Array(daemon.cloud.utf8), Array((daemon.cloud + " away").utf8))
+            let calls = try await recorder.waitForCalls(1)
+            try #require(calls.count == 1, "\(sandbox.logs(lines: 30))")
+            #expect(calls[0].summary == "Nimbus stopped syncing" && calls[0].actions.isEmpty)
+            #expect(calls[0].body.contains("cloud &lt;&amp;&gt;") && !calls[0].body.contains("<&>"), "\(calls[0].body)")
+            let mark = daemon.logMark
+            try F.rename(Array((daemon.cloud + " away").utf8), Array(daemon.cloud.utf8))
+            _ = try await daemon.waitForLog("sync resumes", since: mark, timeout: .seconds(30))
+            #expect(recorder.recorded.count == 1, "\(recorder.recorded.map(\.summary))")
+            try await daemon.stop()
+        }
+    }
+
     /// A session bus that accepts connections and never answers: the daemon logs it once,
     /// still holds deletions and still syncs, and stops cleanly.
     @Test func aBusThatNeverAnswersCostsTheSyncNothing() async throws {
