@@ -124,6 +124,7 @@ final class CtlDaemon: @unchecked Sendable {
         environment["XDG_RUNTIME_DIR"] = root
         environment.removeValue(forKey: "NO_COLOR")
         environment.removeValue(forKey: "NOTIFY_SOCKET")
+        environment.removeValue(forKey: "DBUS_SESSION_BUS_ADDRESS")  // no notifications on the tester's desktop
         return environment
     }
 

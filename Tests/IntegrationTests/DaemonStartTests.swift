@@ -33,6 +33,7 @@ struct DaemonStartTests {
         environment["XDG_CONFIG_HOME"] = root + "/config"
         environment["XDG_RUNTIME_DIR"] = root
         environment.removeValue(forKey: "NOTIFY_SOCKET")
+        environment.removeValue(forKey: "DBUS_SESSION_BUS_ADDRESS")  // no notifications on the tester's desktop
         return (root, environment)
     }
 

@@ -113,6 +113,39 @@ struct DesktopNotificationTests {
         }
     }
 
+    /// Placeholders opened faster than open-rate-limit: the storm is told once, naming a path
+    /// and the command that downloads it.
+    @Test func aStormOfOpensIsToldOnce() async throws {
+        let s = try PlaceholderSandbox("notify-storm")
+        defer { s.finish() }
+        guard let bus = try await SessionBus.start(in: s.root) else { return }
+        defer { bus.stop() }
+        let recorder = try NotificationRecorder(bus: bus)
+        defer { recorder.stop() }
+        let d = s.daemon
+        d.sessionBusAddress = bus.address
+        d.config = ["placeholders": ["open-rate-limit": "2"]]
+        for i in 0..<20 { try PlaceholderFiles.write(d.cloud + "/many/f\(i).txt", Array("file \(i)\n".utf8)) }
+        try await d.start()
+        /// The suffix-style placeholder of file i (a real-name storm is the hydration server's, whose
+        /// hook HydrationServer.onStorm is unit-level only until the daemon runs that server).
+        func placeholder(_ i: Int) -> String? {
+            let file = d.local + "/many/f\(i).txt"
+            return PlaceholderFiles.exists(file + ".nimbus") ? file + ".nimbus" : nil
+        }
+        try await d.eventually("20 placeholders", timeout: .seconds(30)) {
+            (0..<20).allSatisfy { placeholder($0) != nil } ? nil : "not all there yet"
+        }
+        for _ in 0..<3 { for i in 0..<20 { if let path = placeholder(i) { PlaceholderFiles.touchByOpening(path) } } }
+        let calls = try await recorder.waitForCalls(1)
+        try #require(calls.count == 1, "\(d.logTail())")
+        #expect(calls[0].summary == "Nimbus refuses downloads on open for now")
+        #expect(calls[0].body.contains("open-rate-limit = 2 a minute") && calls[0].body.contains("download many/f"), "\(calls[0].body)")
+        try await d.settle("storm")
+        #expect(recorder.recorded.count == 1, "\(recorder.recorded.map(\.summary))")
+        try await d.stop()
+    }
+
     /// A session bus that accepts connections and never answers: the daemon logs it once,
     /// still holds deletions and still syncs, and stops cleanly.
     @Test func aBusThatNeverAnswersCostsTheSyncNothing() async throws {

@@ -60,8 +60,13 @@ final class PlaceholderDaemon {
         environment["JOURNAL_STREAM"] = nil
         environment["WATCHDOG_USEC"] = nil
         environment["NOTIFY_SOCKET"] = nil
+        // No notifications on the tester's desktop; a test may give a private bus.
+        environment["DBUS_SESSION_BUS_ADDRESS"] = sessionBusAddress
         return environment
     }
+
+    /// The session bus the daemon notifies on (`DBUS_SESSION_BUS_ADDRESS`); nil: none.
+    var sessionBusAddress: String?
 
     func writeConfig() throws {
         var text = "# written by the placeholder integration tests\n"
