@@ -127,8 +127,8 @@ struct DesktopNotificationTests {
         d.config = ["placeholders": ["open-rate-limit": "2"]]
         for i in 0..<20 { try PlaceholderFiles.write(d.cloud + "/many/f\(i).txt", Array("file \(i)\n".utf8)) }
         try await d.start()
-        /// The suffix-style placeholder of file i (a real-name storm is the hydration server's, whose
-        /// hook HydrationServer.onStorm is unit-level only until the daemon runs that server).
+        /// The suffix-style placeholder of file i (a real-name storm is the hydration server's: its
+        /// hook, HydrationServer.onStorm, is tested in HydrationServerTests).
         func placeholder(_ i: Int) -> String? {
             let file = d.local + "/many/f\(i).txt"
             return PlaceholderFiles.exists(file + ".nimbus") ? file + ".nimbus" : nil

@@ -67,11 +67,16 @@ struct HydrationServerTests {
 
     @Test func beyondTheRateLimitOpensAreRefusedWithEAGAIN() throws {
         try HydrationFixture.with(rateLimit: 2) { fixture in
-            let files = try (0..<3).map { try fixture.placeholder("file-\($0)", content: randomContent(100)) }
+            let storms = Mutex<[String]>([])
+            fixture.server.onStorm { path, limit, program in storms.withLock { $0.append("\(path) \(limit) \(program ?? "?")") } }
+            let files = try (0..<4).map { try fixture.placeholder("file-\($0)", content: randomContent(100)) }
             #expect(try run("cat \(files[0]) \(files[1]) > /dev/null").status == 0)
             let third = try run("cat \(files[2])")
             #expect(third.status != 0 && third.error.contains("Resource temporarily unavailable"), "\(third)")
+            #expect(try run("cat \(files[3])").status != 0)
             #expect(Set(fixture.filled()) == ["file-0", "file-1"])
+            // The desktop notification's hook hears of the storm once, at its first refusal.
+            #expect(storms.withLock { $0 } == ["file-2 2 cat"])
         }
     }
 
