@@ -13,16 +13,22 @@ extension DaemonMain {
                                         controlCommand: controlCommand(configuration, environment: environment))
         let engine = runtime.engine
         let actions = DesktopNotifier.Actions(
-            decideDeletes: { confirm, paths in
+            decideDeletes: { confirm, paths, outcome in
                 runtime.perform {
                     let held = Set(engine.state.withLock { $0.heldDeletes.map(\.path) })
                     guard !held.isEmpty, held == paths else {
-                        log.warning("the held deletions changed since the notification, so nothing was \(confirm ? "confirmed" : "restored"); "
+                        let why = held.isEmpty ? "they were already decided" : "the deletions held changed since"
+                        log.warning("nothing was \(confirm ? "confirmed" : "restored") from the desktop notification: \(why); "
                                     + "'nimbusctl status' shows what is held now")
+                        outcome(DesktopAlert(summary: "Nothing was done", body: "Nimbus did nothing: \(why). "
+                                             + "\(ShellWord.command(filter.controlCommand + ["status"])) shows what is held now."))
                         return
                     }
                     let count = confirm ? engine.confirmDeletes() : engine.revertDeletes()
                     log.notice("\(count) held deletion(s) \(confirm ? "confirmed" : "reverted") from the desktop notification")
+                    outcome(confirm
+                        ? DesktopAlert(summary: "Deletions confirmed", body: "\(count) held deletion(s) carried out.")
+                        : DesktopAlert(summary: "Files restored", body: "\(count) deletion(s) undone: the files are copied back."))
                 }
             },
             openFolder: { FolderOpener.open($0, log: log) })

@@ -27,6 +27,8 @@ struct DesktopAlert: Equatable, Sendable {
     var heldPaths: Set<RelativePath> = []
     /// The folder "Show conflict" opens.
     var folder: String?
+    /// The notification this one takes the place of (what came of a button), or 0.
+    var replacesID: UInt32 = 0
 }
 
 /// Decides which engine events become desktop notifications, each once per occurrence:

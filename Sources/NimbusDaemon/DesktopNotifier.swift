@@ -12,8 +12,10 @@ import Synchronization
 final class DesktopNotifier: @unchecked Sendable {
     /// What the actions do; called on the notifier's thread.
     struct Actions: Sendable {
-        /// Confirms (true) or reverts the held deletions if they are still exactly `paths`.
-        var decideDeletes: @Sendable (_ confirm: Bool, _ paths: Set<RelativePath>) -> Void
+        /// Confirms (true) or reverts the held deletions if they are still exactly `paths`,
+        /// then says what came of it through `outcome`.
+        var decideDeletes: @Sendable (_ confirm: Bool, _ paths: Set<RelativePath>,
+                                      _ outcome: @escaping @Sendable (DesktopAlert) -> Void) -> Void
         var openFolder: @Sendable (String) -> Void
     }
 
@@ -22,6 +24,8 @@ final class DesktopNotifier: @unchecked Sendable {
     private let actions: Actions
     private let enabled: Atomic<Bool>
     private let inbox = Mutex<(events: [EngineEvent], dropped: Int)>(([], 0))
+    /// Notifications to show as they are: what came of a button.
+    private let outcomes = Mutex<[DesktopAlert]>([])
     /// The filter's `erroredPaths`, for `post` to pass on only the state changes that matter.
     private let erroredPaths = Mutex<Set<RelativePath>>([])
     private let wake: WakePipe
@@ -111,7 +115,7 @@ final class DesktopNotifier: @unchecked Sendable {
             let (events, dropped) = inbox.withLock { box in defer { box = ([], 0) }; return box }
             if dropped > 0 { log.debug("desktop notifications: \(dropped) engine events were dropped (the notifier fell behind)") }
             let current = Int64(DispatchTime.now().uptimeNanoseconds)
-            var alerts: [DesktopAlert] = []
+            var alerts = outcomes.withLock { list in defer { list = [] }; return list }
             for event in events { alerts += filter.absorb(event, now: current) }
             alerts += filter.due(now: current)
             if !events.isEmpty { erroredPaths.withLock { $0 = filter.erroredPaths } }
@@ -130,6 +134,7 @@ final class DesktopNotifier: @unchecked Sendable {
                                                body: markup ? NotificationsClient.escapeMarkup(alert.body) : alert.body)
         notification.icon = alert.urgency >= 2 ? "dialog-warning" : "dialog-information"
         notification.urgency = alert.urgency
+        notification.replacesID = alert.replacesID
         if capabilities.contains("actions") {
             notification.actions = alert.actions.map { ($0.rawValue, $0.label) }
             // The "default" action is a click on the notification itself: only for harmless ones.
@@ -137,7 +142,8 @@ final class DesktopNotifier: @unchecked Sendable {
         }
         do {
             let id = try NotificationsClient.notify(notification, on: connection)
-            if !alert.actions.isEmpty { shown[id] = alert }
+            // An outcome without buttons takes the place of the one whose button was pressed.
+            shown[id] = alert.actions.isEmpty ? nil : alert
             log.debug("desktop notification \(id): \(alert.summary)")
         } catch {
             failed(error)
@@ -186,7 +192,7 @@ final class DesktopNotifier: @unchecked Sendable {
                 switch NotificationsClient.signal(in: message) {
                 case .actionInvoked(let id, let key)?:
                     guard let alert = shown[id] else { continue }
-                    invoke(key == "default" ? DesktopAction.showConflict.rawValue : key, of: alert)
+                    invoke(key == "default" ? DesktopAction.showConflict.rawValue : key, of: alert, id: id)
                 case .closed(let id, _)?:
                     shown[id] = nil
                 case nil:
@@ -198,12 +204,20 @@ final class DesktopNotifier: @unchecked Sendable {
         }
     }
 
-    private func invoke(_ key: String, of alert: DesktopAlert) {
+    private func invoke(_ key: String, of alert: DesktopAlert, id: UInt32) {
         guard let action = DesktopAction(rawValue: key), alert.actions.contains(action) else { return }
         log.notice("desktop notification \"\(alert.summary)\": \(action.label) chosen")
+        // The outcome takes the place of the notification whose button was pressed.
+        let outcome: @Sendable (DesktopAlert) -> Void = { [weak self] result in
+            guard let self else { return }
+            var result = result
+            result.replacesID = id
+            outcomes.withLock { $0.append(result) }
+            wake.wake()
+        }
         switch action {
-        case .confirmDeletes: actions.decideDeletes(true, alert.heldPaths)
-        case .revertDeletes: actions.decideDeletes(false, alert.heldPaths)
+        case .confirmDeletes: actions.decideDeletes(true, alert.heldPaths, outcome)
+        case .revertDeletes: actions.decideDeletes(false, alert.heldPaths, outcome)
         case .showConflict: if let folder = alert.folder { actions.openFolder(folder) }
         }
     }

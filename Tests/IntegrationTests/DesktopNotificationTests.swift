@@ -13,26 +13,33 @@ private typealias E = SyncExpect
 struct DesktopNotificationTests {
     /// 150 synced files, 120 of them deleted locally: the guard holds the deletions, the
     /// desktop is told exactly once (not once per pass), and "Confirm deletions" applies them.
+    /// A daemon on `bus` with 150 synced files in docs/, 120 of them deleted locally and held by
+    /// the guard; returns it and the one notification it sent.
+    static func holdDeletions(_ sandbox: SyncSandbox, _ bus: SessionBus, _ recorder: NotificationRecorder) async throws
+        -> (SyncDaemon, NotificationRecorder.Call) {
+        let daemon = try sandbox.daemon(device: "alpha")
+        daemon.environmentOverrides["DBUS_SESSION_BUS_ADDRESS"] = bus.address
+        let names = (0..<150).map { "f\($0).txt" }
+        try F.makeDirectory(F.join(daemon.local, "docs"))
+        for name in names { try F.write(F.join(daemon.local, "docs/" + name), Array("file \(name)\n".utf8)) }
+        try await daemon.start()
+        try await sandbox.converge("first sync of 150 files", daemon.local, daemon.cloud, timeout: .seconds(60)) {
+            let count = try SyncTree(scanning: daemon.cloud).fileCount
+            return count == 150 ? nil : "\(count) of 150 files in the cloud folder"
+        }
+        #expect(recorder.recorded.isEmpty, "notified before anything needed the user: \(recorder.recorded.map(\.summary))")
+        let mark = daemon.logMark
+        for name in names.prefix(120) { try F.remove(F.join(daemon.local, "docs/" + name)) }
+        _ = try await daemon.waitForLog("holding", since: mark, timeout: .seconds(60))
+        let calls = try await recorder.waitForCalls(1)
+        try #require(calls.count == 1, "\(calls.map(\.summary))\n\(sandbox.logs(lines: 30))")
+        return (daemon, calls[0])
+    }
+
     @Test func heldDeletionsAreNotifiedOnceAndConfirmedFromTheNotification() async throws {
         try await DBusClientTests.withRecorder("notify-held") { bus, recorder, sandbox in
-            let daemon = try sandbox.daemon(device: "alpha")
-            daemon.environmentOverrides["DBUS_SESSION_BUS_ADDRESS"] = bus.address
-            let names = (0..<150).map { "f\($0).txt" }
-            try F.makeDirectory(F.join(daemon.local, "docs"))
-            for name in names { try F.write(F.join(daemon.local, "docs/" + name), Array("file \(name)\n".utf8)) }
-            try await daemon.start()
-            try await sandbox.converge("first sync of 150 files", daemon.local, daemon.cloud, timeout: .seconds(60)) {
-                let count = try SyncTree(scanning: daemon.cloud).fileCount
-                return count == 150 ? nil : "\(count) of 150 files in the cloud folder"
-            }
-            #expect(recorder.recorded.isEmpty, "notified before anything needed the user: \(recorder.recorded.map(\.summary))")
-
+            let (daemon, held) = try await Self.holdDeletions(sandbox, bus, recorder)
             let mark = daemon.logMark
-            for name in names.prefix(120) { try F.remove(F.join(daemon.local, "docs/" + name)) }
-            _ = try await daemon.waitForLog("holding", since: mark, timeout: .seconds(60))
-            let calls = try await recorder.waitForCalls(1)
-            try #require(calls.count == 1, "\(calls.map(\.summary))\n\(sandbox.logs(lines: 30))")
-            let held = calls[0]
             #expect(held.appName == "Nimbus" && held.summary == "Nimbus is holding 120 deletions", "\(held.summary)")
             #expect(held.body.contains("docs/f0.txt") && held.body.contains(daemon.cloud), "\(held.body)")
             #expect(held.actions == ["confirm-deletes", "Confirm deletions", "revert-deletes", "Restore files"])
@@ -52,6 +59,30 @@ struct DesktopNotificationTests {
                 return count == 31 ? nil : "\(count) files in the cloud folder, expected 31"
             }
             _ = try await daemon.waitForLog("confirmed from the desktop notification", since: mark)
+            // What came of the button takes the place of the notification.
+            let after = try await recorder.waitForCalls(2)
+            #expect(after.count == 2 && after[1].summary == "Deletions confirmed" && after[1].replacesID == held.id,
+                    "\(after.map { "\($0.summary) replacing \($0.replacesID)" })")
+            try await daemon.stop()
+        }
+    }
+
+    /// Deletions decided with nimbusctl, then the notification's "Restore files" pressed: nothing
+    /// is restored (a stale button never acts on what is held later), and the user is told.
+    @Test func aStaleButtonDoesNothingAndSaysSo() async throws {
+        try await DBusClientTests.withRecorder("notify-stale") { bus, recorder, sandbox in
+            let (daemon, held) = try await Self.holdDeletions(sandbox, bus, recorder)
+            let confirm = daemon.control(["confirm-deletes"])
+            #expect(confirm.status == 0, "\(confirm.output)")
+            try await sandbox.converge("deletions confirmed with nimbusctl", daemon.local, daemon.cloud, timeout: .seconds(30)) {
+                let count = try SyncTree(scanning: daemon.cloud).fileCount
+                return count == 30 ? nil : "\(count) files in the cloud folder, expected 30"
+            }
+            recorder.invoke("revert-deletes", on: held.id)
+            let calls = try await recorder.waitForCalls(2)
+            #expect(calls.count == 2 && calls[1].summary == "Nothing was done" && calls[1].body.contains("already decided"),
+                    "\(calls.map(\.summary))")
+            #expect(try SyncTree(scanning: daemon.local).fileCount == 30 && SyncTree(scanning: daemon.cloud).fileCount == 30)
             try await daemon.stop()
         }
     }

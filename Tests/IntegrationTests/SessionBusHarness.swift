@@ -49,6 +49,7 @@ final class NotificationRecorder: @unchecked Sendable {
     struct Call: Sendable {
         var id: UInt32
         var appName: String
+        var replacesID: UInt32
         var summary: String
         var body: String
         /// Action keys and labels, alternating, as on the wire.
@@ -120,7 +121,8 @@ final class NotificationRecorder: @unchecked Sendable {
         case ("Notify", "susssasa{sv}i"):
             let b = call.body
             let recorded = calls.withLock { list -> Call in
-                let entry = Call(id: UInt32(list.count + 1), appName: b[0].stringValue ?? "", summary: b[3].stringValue ?? "",
+                let entry = Call(id: UInt32(list.count + 1), appName: b[0].stringValue ?? "", replacesID: b[1].uint32Value ?? 0,
+                                 summary: b[3].stringValue ?? "",
                                  body: b[4].stringValue ?? "", actions: b[5].stringArray ?? [], hints: b[6])
                 list.append(entry)
                 return entry
