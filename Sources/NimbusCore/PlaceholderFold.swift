@@ -92,9 +92,34 @@ private func foldRealNamePlaceholders(_ fold: inout PlaceholderFold, base: [Rela
     guard records.placeholderCount > 0 else { return }
     for path in base.keys {
         guard let record = records.placeholderRecord(at: path), record.isPlaceholder, let meta = fold.local[path],
-              meta.kind == .file, meta.isUnchanged(from: record.base.local) else { continue }
+              meta.kind == .file else { continue }
+        var recorded = record.base.local
+        if isGuarded(meta, as: recorded) {
+            // Guarded (no permission bits while no daemon listened): still the file it stands for.
+        } else if meta.isUnchanged(from: recorded.withMode(meta.mode)) {
+            // chmod: a change of the file's mode, not of its content.
+            recorded.mode = meta.mode
+        } else {
+            continue
+        }
         fold.placeholders[path] = meta
+        fold.local[path] = recorded
     }
+}
+
+extension FileMetadata {
+    func withMode(_ mode: UInt32) -> FileMetadata {
+        var copy = self
+        copy.mode = mode
+        return copy
+    }
+}
+
+/// A real-name placeholder guarded while no daemon listened: its permission bits taken away,
+/// everything else as the journal recorded it (DESIGN §5).
+public func isGuarded(_ found: FileMetadata, as recorded: FileMetadata) -> Bool {
+    found.mode == 0 && recorded.mode != 0 && found.kind == recorded.kind && found.size == recorded.size
+        && found.mtime == recorded.mtime && found.inode == recorded.inode
 }
 
 /// The suffix style's fold: `NAME.nimbus` files become `NAME`.

@@ -28,7 +28,10 @@ public func adaptForPlaceholders(_ plan: Plan, placeholders: [RelativePath: File
         switch action {
         case .copy(let path, .local, let source, let replacing):
             if let file = placeholders[path] {
-                if keepsLocalCopy(path) {
+                if keepsLocalCopy(path) && !style.hasNameOfItsOwn {
+                    // Pinned, and the placeholder is the file itself: the download replaces it.
+                    adapted.actions.append(.copy(path, to: .local, source: source, replacing: file))
+                } else if keepsLocalCopy(path) {
                     // Pinned: download it, then the placeholder goes.
                     adapted.actions.append(.copy(path, to: .local, source: source, replacing: nil))
                     adapted.actions.append(.removePlaceholder(path, expected: file))
@@ -56,7 +59,8 @@ public func adaptForPlaceholders(_ plan: Plan, placeholders: [RelativePath: File
             // A placeholder has no content to upload: its file is gone from the cloud (a
             // rename here met a deletion there), so the placeholder goes too.
             adapted.actions.append(.removePlaceholder(path, expected: placeholders[path]!))
-        case .setMode(let path, .cloud, _, _) where placeholders[path] != nil:
+        case .setMode(let path, .cloud, _, _) where placeholders[path] != nil && style.hasNameOfItsOwn:
+            // A suffix placeholder's mode is its own (0644), not the file's.
             continue
         default:
             adapted.actions.append(action)

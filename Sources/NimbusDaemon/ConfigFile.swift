@@ -144,6 +144,15 @@ struct ConfigSetting {
             value("placeholders", "open-rate-limit", \.openRateLimit, expected: "a number of downloads per minute such as 30",
                   summary: "downloads per minute that opening placeholders may trigger",
                   parse: { Int($0).flatMap { (0...1_000_000).contains($0) ? $0 : nil } }, render: { "\($0)" }),
+            choice("placeholders", "style", \.placeholderStyle, Configuration.PlaceholderStyleChoice.allCases.map { ($0.rawValue, $0) },
+                   summary: "auto (real names where kernel, privilege and filesystem allow), real-name or suffix"),
+            value("placeholders", "fill-timeout", \.fillTimeout, expected: Units.durationExpectation + " (more than zero)",
+                  summary: "how long opening a real-name placeholder may wait before it fails with EIO",
+                  parse: positiveDuration, render: Units.formatDuration),
+            value("placeholders", "refused-programs", \.refusedPrograms,
+                  expected: "program names separated by commas (indexers such as updatedb), or none",
+                  summary: "programs that get EPERM instead of fetching a real-name placeholder",
+                  parse: parseProgramList, render: { $0.isEmpty ? "none" : $0.joined(separator: ",") }),
             value("cache", "cache-limit", \.cacheLimit, expected: Units.sizeExpectation + ", or unlimited",
                   summary: "bytes of downloaded, unpinned files to keep",
                   parse: { disabled($0, "unlimited") ? .some(nil) : Units.parseSize($0).map { .some($0) } },
@@ -182,6 +191,17 @@ struct ConfigSetting {
             choice("log", "level", \.logLevel, Logger.Level.allCases.map { ($0.name, $0) }, flag: "--log-level", metavar: "LEVEL",
                    summary: "error, warning, notice, info or debug"),
         ]
+    }
+
+    /// `a, b,c` → ["a", "b", "c"]; `none` → []; names with '/' or spaces are refused.
+    static func parseProgramList(_ text: String) -> [String]? {
+        if text.lowercased() == "none" { return [] }
+        let blank: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        let names = text.split(separator: ",", omittingEmptySubsequences: false).map { part in
+            String(part.drop(while: blank).reversed().drop(while: blank).reversed())
+        }
+        guard !names.isEmpty, names.allSatisfy({ !$0.isEmpty && !$0.contains("/") && !$0.contains(" ") }) else { return nil }
+        return names
     }
 
     static var schema: ConfigFile.Schema {

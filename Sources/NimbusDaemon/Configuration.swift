@@ -14,6 +14,14 @@ public struct Configuration: Equatable, Sendable {
         case onDemand = "on-demand"
     }
 
+    /// `[placeholders] style` (DESIGN §5): `auto` writes real-name placeholders wherever the
+    /// kernel, the daemon's privilege and the local filesystem allow them, else suffix ones.
+    public enum PlaceholderStyleChoice: String, Sendable, CaseIterable {
+        case auto
+        case realName = "real-name"
+        case suffix
+    }
+
     public enum CloudWatch: String, Sendable, CaseIterable {
         case inotify
         /// For network mounts, where other machines' changes raise no inotify events.
@@ -52,6 +60,11 @@ public struct Configuration: Equatable, Sendable {
     /// Downloads triggered by opening placeholders, per minute; beyond it they are refused so
     /// that a `grep -r` does not download the whole cloud. 0 disables them.
     public var openRateLimit = 30
+    public var placeholderStyle: PlaceholderStyleChoice = .auto
+    /// How long a program opening a real-name placeholder waits for it before getting EIO.
+    public var fillTimeout: Int64 = 300 * Units.second
+    /// Programs whose opens of real-name placeholders are refused (EPERM) instead of fetching.
+    public var refusedPrograms: [String] = HydrationServer.defaultRefusedPrograms.sorted()
 
     // [cache]
     /// Bytes of downloaded, unpinned files to keep; nil = unlimited.

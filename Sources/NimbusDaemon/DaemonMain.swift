@@ -66,6 +66,9 @@ public enum DaemonMain {
         options.quietPeriod = c.quietPeriod
         options.hydrateOnOpen = c.hydrateOnOpen
         options.openRateLimit = c.openRateLimit
+        options.hydration.rateLimit = c.hydrateOnOpen ? c.openRateLimit : 0
+        options.hydration.fillTimeout = c.fillTimeout
+        options.hydration.refusedPrograms = Set(c.refusedPrograms)
         options.socketPath = c.socketPath
         options.servedDirectory = Locations.socketDirectory(environment: environment, uid: ProcessSupport.userID)
         return options
@@ -77,9 +80,20 @@ public enum DaemonMain {
         logPrivilege(privilege, log: log)
         defer { try? privilege.group?.close() }
         let notifier = SystemdNotifier(environment: environment)
+        let style = PlaceholderStyleReport.decide(privilege, localRoot: configuration.localRoot, choice: configuration.placeholderStyle)
+        if let missing = style.unavailable {
+            log.error("cannot start: style = real-name is set in [placeholders], but real-name placeholders are not possible here: "
+                      + "\(missing). Set style = auto or suffix, or see nimbusd(8), PRIVILEGE")
+            return 69  // EX_UNAVAILABLE
+        }
+        log.info("placeholders: \(style.wireName): \(style.reason)")
+        var options = runtimeOptions(configuration, environment: environment)
+        options.engine.placeholderStyle = style.style
+        options.fanotifyGroup = style.style == .realName ? privilege.group : nil
+        let group = options.fanotifyGroup
         let runtime: PairRuntime
         do {
-            runtime = try PairRuntime(options: runtimeOptions(configuration, environment: environment), log: log, notifier: notifier)
+            runtime = try PairRuntime(options: options, log: log, notifier: notifier)
         } catch let problem as StartupProblem {
             log.error("cannot start: \(problem)")
             return problem.exitCode
@@ -93,17 +107,20 @@ public enum DaemonMain {
         let reloader = ConfigurationReloader(
             initial: configuration,
             load: { try reloadedConfiguration(arguments: arguments, environment: environment) },
-            apply: {
-                runtime.reload(runtimeOptions($0, environment: environment))
-                desktop?.setEnabled($0.notifications)
+            apply: { configuration in
+                var reloaded = runtimeOptions(configuration, environment: environment)
+                // The style and its group stay as they started: changing them takes a restart.
+                reloaded.engine.placeholderStyle = style.style
+                reloaded.fanotifyGroup = group
+                runtime.reload(reloaded)
+                desktop?.setEnabled(configuration.notifications)
             })
         let server: ControlServer
         do {
             var context = ControlContext(runtime: runtime, instance: configuration.instance, localRoot: configuration.localRoot,
                                          cloudRoot: configuration.cloudRoot, startedAtNs: SystemClock().wallNow,
                                          reload: { try reloader.reload() })
-            context.placeholderStyle = PlaceholderStyleReport.decide(privilege, localRoot: configuration.localRoot)
-            log.info("placeholders: \(context.placeholderStyle!.wireName): \(context.placeholderStyle!.reason)")
+            context.placeholderStyle = style
             server = try ControlServer(socketPath: configuration.socketPath, context: context, log: log)
         } catch {
             log.error(ControlServer.explainStartFailure(error, socketPath: configuration.socketPath))

@@ -93,25 +93,38 @@ public struct DaemonPrivilege: Sendable {
 public struct PlaceholderStyleReport: Sendable, Hashable {
     public var style: PlaceholderStyle
     public var reason: String
+    /// Set when real-name placeholders were asked for (`style = real-name`) and cannot be had: why.
+    public var unavailable: String?
 
     public var wireName: String { style == .realName ? "real-name" : "suffix" }
 
     /// Real-name placeholders need the group (privilege), a kernel with pre-content events and
     /// a local filesystem that offers them; the first missing one is the reason for the suffix
-    /// style. Where all are there, this build still writes suffix placeholders: its executor
-    /// does not write real-name ones yet (issue 16).
-    public static func decide(_ privilege: DaemonPrivilege, localRoot: String) -> PlaceholderStyleReport {
-        guard let group = privilege.group else {
-            return PlaceholderStyleReport(style: .suffix, reason: privilege.unavailableReason ?? "no pre-content fanotify group")
+    /// style. `choice` (`[placeholders] style`) may ask for one style: `suffix` is always
+    /// possible; `real-name` where it is not gives a report whose `unavailable` says why.
+    public static func decide(_ privilege: DaemonPrivilege, localRoot: String,
+                              choice: Configuration.PlaceholderStyleChoice = .auto) -> PlaceholderStyleReport {
+        if choice == .suffix {
+            return PlaceholderStyleReport(style: .suffix, reason: "style = suffix in [placeholders]")
         }
-        guard let root = try? FileDescriptor.open(SystemPath(localRoot), [.directory]) else {
-            return PlaceholderStyleReport(style: .suffix, reason: "the local folder cannot be opened to try a mark")
+        var missing: String?
+        if let group = privilege.group {
+            if let root = try? FileDescriptor.open(SystemPath(localRoot), [.directory]) {
+                missing = DaemonPrivilege.probe(group, localRoot: root)
+                try? root.close()
+            } else {
+                missing = "the local folder cannot be opened to try a mark"
+            }
+        } else {
+            missing = privilege.unavailableReason ?? "no pre-content fanotify group"
         }
-        defer { try? root.close() }
-        if let reason = DaemonPrivilege.probe(group, localRoot: root) {
-            return PlaceholderStyleReport(style: .suffix, reason: reason)
+        guard let missing else {
+            return PlaceholderStyleReport(style: .realName, reason: choice == .realName
+                ? "style = real-name in [placeholders]"
+                : "kernel, local filesystem and privilege allow fanotify pre-content events")
         }
-        return PlaceholderStyleReport(style: .suffix, reason: "kernel, filesystem and privilege allow real-name placeholders, "
-                                      + "but this build does not write them yet")
+        var report = PlaceholderStyleReport(style: .suffix, reason: missing)
+        if choice == .realName { report.unavailable = missing }
+        return report
     }
 }

@@ -43,8 +43,13 @@ public final class HydrationServer: Sendable {
         public var refusedPrograms: Set<String> = HydrationServer.defaultRefusedPrograms
         /// Fills a minute (0: every open is refused).
         public var rateLimit = 30
+        /// How long a reader may wait for its fill (ns): past it, the reader gets `EIO` and
+        /// the fill goes on for the next reader. Documented in nimbus.conf(5) (`fill-timeout`).
+        public var fillTimeout: Int64 = HydrationServer.defaultFillTimeout
         public init() {}
     }
+
+    public static let defaultFillTimeout: Int64 = 300_000_000_000
 
     /// Indexers and scanners that would otherwise fetch the whole cloud (GNOME, KDE, locate, ClamAV).
     public static let defaultRefusedPrograms: Set<String> = [
@@ -54,12 +59,23 @@ public final class HydrationServer: Sendable {
     ]
 
     let group: FanotifyGroup
-    let cloudRoot: FileDescriptor
+    /// The cloud folder: a descriptor held (tests), or its path, opened for each fill so that
+    /// a cloud folder mounted again is found.
+    let cloudRoot: FileDescriptor?
+    let cloudRootPath: SystemPath?
     let log: Logger
     private let settings: Mutex<Settings>
     private let placeholders = Mutex<[FileIdentity: Placeholder]>([:])
-    /// Fills running, by inode, with the events waiting for each.
-    private let inFlight = Mutex<[FileIdentity: [FanotifyEvent]]>([:])
+    /// A reader waiting for its file, and since when (monotonic ns), for `fillTimeout`.
+    struct Waiter {
+        var event: FanotifyEvent
+        var since: Int64
+    }
+
+    /// Fills (or evictions) running, by inode, with the readers waiting for each.
+    private let inFlight = Mutex<[FileIdentity: [Waiter]]>([:])
+    /// Fills whose slowness is logged already.
+    private let slowLogged = Mutex<Set<FileIdentity>>([])
     private let limiter: Mutex<RateLimiter>
     private let refusedLogged = Mutex<Set<String>>([])
     private let stormHandler = Mutex<(@Sendable (RelativePath, Int, String?) -> Void)?>(nil)
@@ -72,12 +88,29 @@ public final class HydrationServer: Sendable {
 
     /// Starts serving. `completed` and `progress` are called on worker threads and must not wait
     /// for anything that may itself be waiting for a fill.
-    public init(group: FanotifyGroup, cloudRoot: FileDescriptor, settings: Settings, log: Logger,
+    public convenience init(group: FanotifyGroup, cloudRoot: FileDescriptor, settings: Settings, log: Logger,
+                            now: @escaping @Sendable () -> Int64 = { SystemClock().monotonicNow },
+                            progress: @escaping @Sendable (RelativePath, Int64, Int64) -> Void = { _, _, _ in },
+                            completed: @escaping @Sendable (Outcome) -> Void) {
+        self.init(group: group, cloudRoot: cloudRoot, cloudRootPath: nil, settings: settings, log: log, now: now,
+                  progress: progress, completed: completed)
+    }
+
+    public convenience init(group: FanotifyGroup, cloudRootPath: SystemPath, settings: Settings, log: Logger,
+                            now: @escaping @Sendable () -> Int64 = { SystemClock().monotonicNow },
+                            progress: @escaping @Sendable (RelativePath, Int64, Int64) -> Void = { _, _, _ in },
+                            completed: @escaping @Sendable (Outcome) -> Void) {
+        self.init(group: group, cloudRoot: nil, cloudRootPath: cloudRootPath, settings: settings, log: log, now: now,
+                  progress: progress, completed: completed)
+    }
+
+    private init(group: FanotifyGroup, cloudRoot: FileDescriptor?, cloudRootPath: SystemPath?, settings: Settings, log: Logger,
                 now: @escaping @Sendable () -> Int64 = { SystemClock().monotonicNow },
                 progress: @escaping @Sendable (RelativePath, Int64, Int64) -> Void = { _, _, _ in },
                 completed: @escaping @Sendable (Outcome) -> Void) {
         self.group = group
         self.cloudRoot = cloudRoot
+        self.cloudRootPath = cloudRootPath
         self.log = log
         self.settings = Mutex(settings)
         self.limiter = Mutex(RateLimiter(limit: settings.rateLimit))
@@ -104,6 +137,33 @@ public final class HydrationServer: Sendable {
         stormHandler.withLock { $0 = handler }
     }
 
+    /// An eviction in place begins on `inode`: known as `placeholder` from now on, and its
+    /// readers wait (as for a fill) until `endEviction`, so none reads the holes being made.
+    public func beginEviction(device: UInt64, inode: UInt64, _ placeholder: Placeholder) {
+        let identity = FileIdentity(device: device, inode: inode)
+        placeholders.withLock { $0[identity] = placeholder }
+        inFlight.withLock { $0[identity] = [] }
+    }
+
+    /// The eviction of `inode` is over: `punched`, its waiting readers get a fill; not, it is
+    /// content as before (forgotten, its mark taken off) and they are let through.
+    public func endEviction(device: UInt64, inode: UInt64, punched: Bool) {
+        let identity = FileIdentity(device: device, inode: inode)
+        if !punched { forget(device: device, inode: inode) }
+        let waiting = inFlight.withLock { running -> [Waiter] in
+            let waiting = running[identity] ?? []
+            if waiting.isEmpty || !punched { running[identity] = nil }
+            return waiting
+        }
+        guard let first = waiting.first else { return }
+        guard punched, let placeholder = placeholders.withLock({ $0[identity] }) else {
+            try? group.unmark(file: first.event.file)
+            for waiter in waiting { answer(waiter.event, .allow) }
+            return
+        }
+        startFill(first.event.file, placeholder, identity: identity)
+    }
+
     public func update(_ settings: Settings) {
         self.settings.withLock { $0 = settings }
         limiter.withLock { $0.limit = settings.rateLimit }
@@ -122,8 +182,10 @@ public final class HydrationServer: Sendable {
         defer { stopped.signal() }
         while !stopping.load(ordering: .relaxed) {
             do {
-                guard try group.waitForEvents(timeoutMilliseconds: 200) else { continue }
-                for event in try group.readEvents() { handle(event) }
+                if try group.waitForEvents(timeoutMilliseconds: 200) {
+                    for event in try group.readEvents() { handle(event) }
+                }
+                answerOverdueReaders()
             } catch {
                 log.error("real-name placeholders: cannot read the kernel's events: \(error)")
                 ProcessSupport.pause(milliseconds: 200)
@@ -152,25 +214,68 @@ public final class HydrationServer: Sendable {
             return completed(.changedLocally(placeholder))
         }
         // Joins a fill already running for this file.
+        let waiter = Waiter(event: event, since: now())
         let joined = inFlight.withLock { running in
             guard running[identity] != nil else { return false }
-            running[identity]!.append(event)
+            running[identity]!.append(waiter)
             return true
         }
         if joined { return }
         if let refusal = refusal(of: event, placeholder) { return answer(event, .deny(refusal)) }
-        inFlight.withLock { $0[identity] = [event] }
+        inFlight.withLock { $0[identity] = [waiter] }
+        startFill(event.file, placeholder, identity: identity)
+    }
+
+    /// Fills through a descriptor of its own (a duplicate of a reader's event's), so that a
+    /// reader answered early (timeout) does not take the fill's descriptor with it.
+    private func startFill(_ eventFile: FileDescriptor, _ placeholder: Placeholder, identity: FileIdentity) {
+        let file: FileDescriptor
+        do {
+            file = try eventFile.duplicate()
+        } catch {
+            log.warning("cannot fetch \(placeholder.path) for the program that opened it: \(error)")
+            let waiting = inFlight.withLock { $0.removeValue(forKey: identity) ?? [] }
+            for waiter in waiting { answer(waiter.event, .deny(.ioError)) }
+            return
+        }
         fillers.enter()
         DispatchQueue.global().async { [self] in
             defer { fillers.leave() }
-            fill(event.file, placeholder, identity: identity)
+            defer { try? file.close() }
+            fill(file, placeholder, identity: identity)
+        }
+    }
+
+    /// Readers that waited longer than `fillTimeout` get `EIO` (logged once per fill): a reader
+    /// never waits forever for a cloud that hangs. The fill goes on through its own
+    /// descriptor; readers that come later join it and wait their own time.
+    private func answerOverdueReaders() {
+        let limit = settings.withLock { $0.fillTimeout }
+        let moment = now()
+        let expired = inFlight.withLock { running -> [(FileIdentity, [Waiter])] in
+            var expired: [(FileIdentity, [Waiter])] = []
+            for (identity, waiting) in running {
+                let overdue = waiting.filter { moment - $0.since > limit }
+                guard !overdue.isEmpty else { continue }
+                running[identity] = waiting.filter { moment - $0.since <= limit }
+                expired.append((identity, overdue))
+            }
+            return expired
+        }
+        for (identity, overdue) in expired {
+            if slowLogged.withLock({ $0.insert(identity).inserted }) {
+                let path = placeholders.withLock { $0[identity]?.path }
+                log.warning("fetching \(path.map { "\($0)" } ?? "a not-downloaded file") takes longer than fill-timeout = "
+                            + "\(limit / 1_000_000_000) s: its readers get EIO; the fetch goes on")
+            }
+            for waiter in overdue { answer(waiter.event, .deny(.ioError)) }
         }
     }
 
     /// Why this open may not fetch, or nil.
     private func refusal(of event: FanotifyEvent, _ placeholder: Placeholder) -> Errno? {
         if event.pid == getpid() {
-            log.warning("real-name placeholders: nimbusd itself opened the not-downloaded \(placeholder.path); refused")
+            log.debug("real-name placeholders: nimbusd itself opened the not-downloaded \(placeholder.path); refused")
             return .busy
         }
         let program = Self.programNames(of: event.pid)
@@ -223,7 +328,12 @@ public final class HydrationServer: Sendable {
         do {
             let cloud: FileDescriptor
             do {
-                cloud = try FileDescriptor.open(beneath: cloudRoot, placeholder.path, [.noFollow, .nonBlocking])
+                if let cloudRoot {
+                    cloud = try FileDescriptor.open(beneath: cloudRoot, placeholder.path, [.noFollow, .nonBlocking])
+                } else {
+                    let root = try FileDescriptor.open(cloudRootPath!, [.directory])
+                    cloud = try root.closeAfter { try FileDescriptor.open(beneath: root, placeholder.path, [.noFollow, .nonBlocking]) }
+                }
             } catch let error as Errno {
                 throw error.at("open the cloud's", placeholder.path)
             }
@@ -250,8 +360,9 @@ public final class HydrationServer: Sendable {
             response = .allow
         }
         completed(outcome)
+        slowLogged.withLock { _ = $0.remove(identity) }
         let waiting = inFlight.withLock { $0.removeValue(forKey: identity) ?? [] }
-        for event in waiting { answer(event, response) }
+        for waiter in waiting { answer(waiter.event, response) }
     }
 
     private func answer(_ event: FanotifyEvent, _ response: FanotifyResponse) {

@@ -23,6 +23,11 @@ public struct RuntimeOptions: Sendable {
     /// Opening a placeholder downloads it, at most `openRateLimit` a minute (DESIGN §5).
     public var hydrateOnOpen = true
     public var openRateLimit = 30
+    /// The pre-content group for real-name placeholders (`engine.placeholderStyle == .realName`);
+    /// its owner (`DaemonMain`) closes it after the runtime stopped.
+    public var fanotifyGroup: FanotifyGroup?
+    /// Indexers refused, the rate limit and the fill timeout of real-name placeholders.
+    public var hydration = HydrationServer.Settings()
     public var engine: EngineSettings
 
     public init(localRoot: String, cloudRoot: String, stateDirectory: String, engine: EngineSettings) {
@@ -79,6 +84,8 @@ public final class PairRuntime: @unchecked Sendable {
     let rootLock: DirectoryLock?
     var nextWatchdog: Int64?
     var lastStatus = ""
+    /// Fills real-name placeholders when programs open them; nil in the suffix style.
+    var hydration: HydrationServer?
 
     public init(options: RuntimeOptions, log: Logger, notifier: SystemdNotifier = SystemdNotifier()) throws {
         self.options = options
@@ -118,6 +125,7 @@ public final class PairRuntime: @unchecked Sendable {
                                      nextPoll: options.cloudPolls ? now + options.pollInterval : nil)
         if options.cloudPolls { batcher.polledSides.insert(.cloud) }
         loadIgnoreRules()
+        startHydration()
         // The watchdog is fed from the engine thread only, between actions and during copies,
         // so a stuck engine stops the pings and systemd restarts the daemon.
         if let interval = notifier.watchdogInterval {
@@ -199,6 +207,8 @@ public final class PairRuntime: @unchecked Sendable {
             options.hydrateOnOpen = newOptions.hydrateOnOpen
             options.openRateLimit = newOptions.openRateLimit
             openLimiter.limit = newOptions.openRateLimit
+            options.hydration = newOptions.hydration
+            hydration?.update(newOptions.hydration)
             nextCacheCheck = 0
             batcher.batcher.quietPeriod = newOptions.quietPeriod
             loadIgnoreRules()
@@ -245,6 +255,10 @@ public final class PairRuntime: @unchecked Sendable {
         engine.returnFreeMemory()
         onReady()
         loop()
+        // Guarded while the listener still answers, then the listener stops (its readers
+        // answered); the group is closed by its owner after this.
+        engine.guardPlaceholders()
+        hydration?.stop()
         stopping.store(true, ordering: .sequentiallyConsistent)
         for watcher in watchers.values { watcher.wake() }
         for watcher in watchers.values { watcher.close() }

@@ -14,7 +14,7 @@ extension SyncEngine {
         let candidates = state.withLock { st in
             st.index.all.compactMap { path, record -> (path: RelativePath, size: Int64, lastUse: Int64)? in
                 guard record.base.kind == .file, !record.isPlaceholder, record.residency != .pinned,
-                      Placeholder.file(for: path) != nil else { return nil }
+                      placeholderFile(for: path) != nil else { return nil }
                 return (path, record.base.local.size, max(record.lastOpened, record.base.local.mtime))
             }
         }.filter { !isPinnedByFolder($0.path) }.sorted { $0.lastUse < $1.lastUse }

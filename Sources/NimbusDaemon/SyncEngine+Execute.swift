@@ -359,6 +359,15 @@ extension SyncEngine {
             s.retryCount[path] = nil
         }
         if let record { store.put(path, record) } else { store.remove(path) }
+        if let record { tellMarker(path, record) }
+    }
+
+    /// The listener knows real-name placeholders by inode with their path and cloud file:
+    /// every record written for one (a rename, a folder renamed above it, a cloud change)
+    /// tells it, so that a fill always fetches the right cloud file.
+    func tellMarker(_ path: RelativePath, _ record: PathRecord) {
+        guard record.isPlaceholder, placeholderStyle == .realName, let marker else { return }
+        marker.register(path, local: record.base.local, cloud: record.base.cloud)
     }
 
     /// Changes the record of `path`, or creates it from `creating`.
@@ -370,7 +379,10 @@ extension SyncEngine {
             s.retryCount[path] = nil
             return record
         }
-        if let record { store.put(path, record) }
+        if let record {
+            store.put(path, record)
+            tellMarker(path, record)
+        }
     }
 
     /// Records the base after writing `path` on `side` from `source`: the other side as it
@@ -418,6 +430,7 @@ extension SyncEngine {
         for (path, record) in moved {
             store.remove(path)
             store.put(path.rebased(from: from, to: to)!, record)
+            tellMarker(path.rebased(from: from, to: to)!, record)
         }
     }
 

@@ -168,7 +168,7 @@ extension SyncEngine {
     func publishState(of path: RelativePath) {
         guard let now = entry(path)?.state else { return }
         let isPlaceholder = state.withLock { $0.index[path]?.isPlaceholder == true }
-        guard let file = isPlaceholder ? Placeholder.file(for: path) : path else { return }
+        guard let file = isPlaceholder ? placeholderFile(for: path) : path else { return }
         markState(now, of: file)
     }
 

@@ -1,50 +1,36 @@
 import NimbusCore
 import NimbusSystem
 
-/// A placeholder action the pair's style cannot carry out in this build.
+/// A real-name placeholder action without the kernel's hooks (no marker: no privilege, an
+/// old kernel, a filesystem without pre-content events).
 struct PlaceholderStyleUnavailable: Error, CustomStringConvertible {
     var path: RelativePath
     var style: PlaceholderStyle
     var description: String {
-        "cannot write the placeholder of \(path): \(style == .realName ? "real-name" : "\(style)") placeholders are not available "
-            + "in this build; placeholders are written in the suffix style (NAME.nimbus)"
+        "cannot write the placeholder of \(path): real-name placeholders need the daemon's fanotify group, "
+            + "which this pair does not have; placeholders are written in the suffix style (NAME.nimbus) instead"
     }
 }
 
 /// The executor's placeholder operations, per style (DESIGN §5). The plan says what to do
-/// (`writePlaceholder`, `removePlaceholder`, `renamePlaceholder` and the fold's repairs);
-/// this is where the style decides how.
-///
-/// How the real-name style plugs in: implement `performRealNamePlaceholder` (write = a
-/// sparse file of the cloud file's size, mtime and mode with `user.nimbus.state` set and a
-/// fanotify mark, installed like any download; remove and rename = the file itself; `evict`
-/// = punch the content out in place under the mark; the
-/// suffix-only repairs `movePlaceholder`, `retirePlaceholder` and `repairPlaceholder` are
-/// never planned for it), teach `downloadPlaceholder` and `evictFile` to fill and punch in
-/// place, carry out `convertPlaceholder` (planned by `planPlaceholderConversion` when the
-/// style of a pair changes: write the new placeholder, then remove the old one), and let
-/// the configuration choose `placeholderStyle`. Until then `.realName` is refused with
-/// `PlaceholderStyleUnavailable`, an ordinary sync error.
+/// (`writePlaceholder`, `removePlaceholder`, `renamePlaceholder`, `evict`, the fold's repairs
+/// and `convertPlaceholder` when a pair changes style); this is where the style decides how:
+/// the suffix style here, the real-name style in `SyncEngine+RealNamePlaceholders.swift`.
 extension SyncEngine {
     var placeholderStyle: PlaceholderStyle { settings.placeholderStyle }
 
     func performPlaceholderAction(_ action: Action, batch: inout [PendingInstall]?) throws {
-        if case .convertPlaceholder(let path, _, _, _) = action {
-            // Converting between the two styles needs the real-name side, not carried out yet.
-            throw PlaceholderStyleUnavailable(path: path, style: .realName)
+        if case .convertPlaceholder(let path, let style, let expected, let cloudFile) = action {
+            return try convertPlaceholder(path, to: style, expected: expected, cloud: cloudFile)
         }
         switch placeholderStyle {
         case .suffix: try performSuffixPlaceholder(action, batch: &batch)
-        case .realName: throw PlaceholderStyleUnavailable(path: action.path, style: .realName)
+        case .realName: try performRealNamePlaceholder(action, batch: &batch)
         }
     }
 
-    /// Refuses what the pair's style cannot do yet (download, evict) with a clear error.
-    func requirePlaceholderStyleAvailable(for path: RelativePath) throws {
-        guard placeholderStyle == .suffix else {
-            throw EngineRequestError(kind: .failed, message: "\(PlaceholderStyleUnavailable(path: path, style: placeholderStyle))")
-        }
-    }
+    /// The local file that stands for `path` in the pair's style (`path` itself for real names).
+    func placeholderFile(for path: RelativePath) -> RelativePath? { placeholderStyle.file(for: path) }
 
     private func performSuffixPlaceholder(_ action: Action, batch: inout [PendingInstall]?) throws {
         switch action {

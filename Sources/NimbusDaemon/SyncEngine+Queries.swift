@@ -57,7 +57,10 @@ extension SyncEngine {
     /// conflict, then in sync unless it changed here since (waiting to upload: `local`).
     static func describe(_ path: RelativePath, current: FileMetadata?, record: PathRecord?,
                          transient: FileState?) -> EntryInfo? {
-        if let record, record.isPlaceholder, current == nil {
+        // A suffix placeholder leaves the name empty; a real-name one is the file itself,
+        // unchanged (or only guarded) since the journal recorded it.
+        if let record, record.isPlaceholder,
+           current.map({ $0.isUnchanged(from: record.base.local) || isGuarded($0, as: record.base.local) }) ?? true {
             let cloud = record.base.cloud
             return EntryInfo(path: path, kind: .file, size: cloud.size, mtime: cloud.mtime, state: transient ?? .notDownloaded,
                              conflictCopy: nil, residency: record.residency)

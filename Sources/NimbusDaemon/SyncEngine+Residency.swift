@@ -40,9 +40,14 @@ extension SyncEngine {
             throw EngineRequestError(kind: .busy, message: "\(path) is leased by an application; it is downloaded once the lease ends")
         }
         defer { locks.unlock(handle) }
-        try requirePlaceholderStyleAvailable(for: path)
-        guard let file = Placeholder.file(for: path), let placeholder = try local.metadata(of: file) else {
+        guard let file = placeholderFile(for: path), let placeholder = try local.metadata(of: file) else {
             throw EngineRequestError(kind: .notFound, message: "the placeholder of \(path) is gone from the local folder")
+        }
+        if placeholderStyle == .realName, let recorded = state.withLock({ $0.index[path]?.base.local }),
+           !placeholder.isUnchanged(from: recorded) && !isGuarded(placeholder, as: recorded) {
+            // Written into since (its own content now, or filled): never replaced by a download.
+            throw EngineRequestError(kind: .notInSync, message: "\(path) was changed here since it was a placeholder; it is kept, "
+                                     + "and synced as a change of its own")
         }
         // A cloud change while the file is copied fails the copy: start again from the new version.
         for attempt in 1... {
@@ -53,7 +58,10 @@ extension SyncEngine {
             log.info("downloading \(path) (\(source.size) bytes)")
             var noBatch: [PendingInstall]? = nil
             do {
-                try copy(path, to: .local, source: source, replacing: nil, batch: &noBatch)
+                // A real-name placeholder is replaced by the download only if it is still the
+                // placeholder (or filled meanwhile by an open: the same bytes, same metadata).
+                try copy(path, to: .local, source: source, replacing: placeholderStyle == .realName ? placeholder : nil,
+                         batch: &noBatch)
                 break
             } catch CopyError.sourceChanged where attempt < 5 {
                 log.info("\(path) changed in the cloud while it was downloaded; downloading the new version")
@@ -64,7 +72,11 @@ extension SyncEngine {
             }
         }
         clearTransient(path)
-        do { try retirePlaceholder(file, expected: placeholder) } catch { log.info("left the placeholder of \(path): \(error)") }
+        if placeholderStyle == .realName {
+            marker?.forget(placeholder)
+        } else {
+            do { try retirePlaceholder(file, expected: placeholder) } catch { log.info("left the placeholder of \(path): \(error)") }
+        }
         updateRecord(path) { record in
             if record.residency == .evicted { record.residency = .auto }
             record.lastOpened = clock.wallNow
@@ -126,7 +138,9 @@ extension SyncEngine {
 
     func evictFile(_ path: RelativePath, openFiles: Set<FileIdentity>, automatic: Bool) throws {
         guard let record = state.withLock({ $0.index[path] }) else { return }
-        try requirePlaceholderStyleAvailable(for: path)
+        if placeholderStyle == .realName && marker == nil {
+            throw EngineRequestError(kind: .failed, message: "\(PlaceholderStyleUnavailable(path: path, style: .realName))")
+        }
         let here = try local.metadata(of: path)
         let there = try cloud.metadata(of: path)
         let plan = planEviction(path, style: placeholderStyle, base: record.base, here: here, there: there,

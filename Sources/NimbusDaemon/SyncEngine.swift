@@ -27,6 +27,9 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
     /// The per-path lock table shared with applications' leases (`acquire`/`release`): the
     /// engine takes an exclusive lock for each action and leaves a leased path alone.
     public let locks = PathLocks()
+    /// The kernel's hooks behind real-name placeholders (DESIGN §5); nil: none, and the
+    /// real-name style cannot be carried out (its actions fail with a clear error).
+    let markerBox = Mutex<(any PlaceholderMarker)?>(nil)
 
     struct EngineState {
         var index: SyncIndex
@@ -110,6 +113,8 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
                 log.warning("could not clean temporary files in the \(side) folder: \(error)")
             }
         }
+        // Before any pass: a pass in one style would misread placeholders of the other.
+        if rootsAreReady() { preparePlaceholders() }
         sync(nil)
         pruneVersions()
     }

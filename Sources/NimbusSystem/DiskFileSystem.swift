@@ -46,6 +46,9 @@ public final class DiskFileSystem: FileSystem {
         try rootDirectory.withDescriptor(body)
     }
 
+    /// Runs `body` with the root's descriptor (for marks beneath it, say); not to be kept.
+    public func withRootDescriptor<R>(_ body: (FileDescriptor) throws -> R) throws -> R { try withRoot(body) }
+
     /// Runs `body` with the directory holding `path` and its last component; a failure
     /// becomes a `SystemError` naming `operation` and `path`.
     func inParent<R>(of path: RelativePath, _ operation: String,

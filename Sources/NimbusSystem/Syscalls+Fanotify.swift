@@ -62,3 +62,16 @@ extension Sys {
         try retrying { cnimbus_prctl(option, a2, a3, a4, a5) }
     }
 }
+
+extension Sys {
+    /// A second descriptor for the same open file. The C function is `fcntl(F_DUPFD_CLOEXEC)`.
+    static func duplicate(_ fd: Int32) throws -> Int32 {
+        try retrying { fcntl(fd, F_DUPFD_CLOEXEC, 0) }
+    }
+}
+
+extension FileDescriptor {
+    /// A second descriptor for the same open file (offset, flags and the kernel's "raises no
+    /// events" of a fanotify event's file shared), closed independently; close-on-exec.
+    public func duplicate() throws -> FileDescriptor { FileDescriptor(rawValue: try Sys.duplicate(rawValue)) }
+}

@@ -28,6 +28,9 @@ final class PlaceholderDaemon {
     var mode = "on-demand"
     /// The config file: section → key → value (sections `placeholders`, `cache`, …).
     var config: [String: [String: String]] = [:]
+    /// `[placeholders] style`, unless `config` sets it: these tests were written for the suffix
+    /// style, which runs everywhere; the real-name tests set `real-name` (or nil for `auto`).
+    var style: String? = "suffix"
     private var process: Process?
     private var notify: SyncNotifyListener?
     private var readyBaseline = 0
@@ -70,6 +73,8 @@ final class PlaceholderDaemon {
 
     func writeConfig() throws {
         var text = "# written by the placeholder integration tests\n"
+        var config = self.config
+        if let style, config["placeholders"]?["style"] == nil { config["placeholders", default: [:]]["style"] = style }
         for (section, keys) in config.sorted(by: { $0.key < $1.key }) {
             text += "[\(section)]\n" + keys.sorted { $0.key < $1.key }.map { "\($0.key) = \($0.value)\n" }.joined()
         }

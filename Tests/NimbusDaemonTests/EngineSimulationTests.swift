@@ -30,6 +30,8 @@ struct SimulationRun {
     /// follow this parameter.
     let style: PlaceholderStyle
     let names: [String]
+    /// The kernel's hooks, in the real-name style.
+    let marker: FakePlaceholderMarker?
 
     static let errors: [Errno] = [.ioError, .noSpace, .permissionDenied]
 
@@ -44,19 +46,22 @@ struct SimulationRun {
         cloudDisk = MemoryFileSystem(time: clock.timeSource, temporaryDirectory: RootMarkers.temporary, device: 2)
         local = FaultyFileSystem(localDisk)
         cloud = FaultyFileSystem(cloudDisk)
-        engine = Self.makeEngine(local, cloud, store, clock, onDemand: onDemand, style: style)
+        marker = style == .realName ? FakePlaceholderMarker(local: localDisk, cloud: cloudDisk) : nil
+        engine = Self.makeEngine(local, cloud, store, clock, onDemand: onDemand, style: style, marker: marker)
     }
 
     static func makeEngine(_ local: FaultyFileSystem<MemoryFileSystem>, _ cloud: FaultyFileSystem<MemoryFileSystem>,
                            _ store: MemoryRecordStore, _ clock: ManualClock, onDemand: Bool,
-                           style: PlaceholderStyle) -> SyncEngine<FaultyFileSystem<MemoryFileSystem>> {
+                           style: PlaceholderStyle, marker: FakePlaceholderMarker?) -> SyncEngine<FaultyFileSystem<MemoryFileSystem>> {
         var settings = EngineSettings(deviceName: "sim")
         settings.batchThreshold = 4
         settings.onDemand = onDemand
         settings.placeholderStyle = style
         settings.minFreeSpace = 0
-        return SyncEngine(local: local, cloud: cloud, store: store, records: store.committed, clock: clock,
-                          settings: settings, log: ProcessInfo.processInfo.environment["NIMBUS_SEED"] != nil ? Logger(threshold: .debug, journald: false) : .silent, rootNames: ("local", "cloud"))
+        let engine = SyncEngine(local: local, cloud: cloud, store: store, records: store.committed, clock: clock,
+                                settings: settings, log: ProcessInfo.processInfo.environment["NIMBUS_SEED"] != nil ? Logger(threshold: .debug, journald: false) : .silent, rootNames: ("local", "cloud"))
+        engine.marker = marker
+        return engine
     }
 
     mutating func freshContent() -> [UInt8] {
@@ -82,9 +87,16 @@ struct SimulationRun {
     mutating func edit(_ disk: MemoryFileSystem) {
         let path = randomPath(in: disk)
         do {
-            switch Int.random(in: 0..<10, using: &random) {
+            let choice = Int.random(in: 0..<10, using: &random)
+            // Writing into a real-name placeholder opens it first: the listener fills it.
+            if disk === localDisk, choice <= 2 { open(path) }
+            switch choice {
             case 0, 1, 2: try disk.write(path, freshContent())
-            case 3: if let p = existingPath(in: disk), try disk.metadata(of: p)?.kind == .file { try disk.append(p, freshContent()) }
+            case 3:
+                if let p = existingPath(in: disk), try disk.metadata(of: p)?.kind == .file {
+                    if disk === localDisk { open(p) }
+                    try disk.append(p, freshContent())
+                }
             case 4: try disk.makeDirectories(path)
             case 5: if let p = existingPath(in: disk) { try disk.removeRecursively(p) }
             case 6:
@@ -98,10 +110,19 @@ struct SimulationRun {
                     try disk.setAttributes(p, mode: kind == .directory ? 0o700 : 0o600, mtime: nil)
                 }
             case 8: try disk.makeSymlink(path, target: freshContent())
-            default: if let p = existingPath(in: disk), try disk.metadata(of: p)?.kind == .file { try disk.write(p, freshContent()) }
+            default:
+                if let p = existingPath(in: disk), try disk.metadata(of: p)?.kind == .file {
+                    if disk === localDisk { open(p) }
+                    try disk.write(p, freshContent())
+                }
             }
         } catch {}
         clock.advance(by: 1_000_000)
+    }
+
+    /// A program opens `path` here: a real-name placeholder is filled, and the engine told.
+    func open(_ path: RelativePath) {
+        if let outcome = marker?.open(path) { engine.applyHydration(outcome) }
     }
 
     var allContents: [String: [RelativePath]] {
@@ -161,9 +182,10 @@ struct SimulationRun {
 
     mutating func crashAndRestart() {
         store.dropPending()
+        marker?.restart()
         local = FaultyFileSystem(localDisk)
         cloud = FaultyFileSystem(cloudDisk)
-        engine = Self.makeEngine(local, cloud, store, clock, onDemand: onDemand, style: style)
+        engine = Self.makeEngine(local, cloud, store, clock, onDemand: onDemand, style: style, marker: marker)
         engine.start()
     }
 
@@ -177,7 +199,7 @@ struct SimulationRun {
             if faults == 0 {
                 local = FaultyFileSystem(localDisk, random: random, probabilities: [.prepareCopy: 0.2, .install: 0.2, .rename: 0.2, .removeFile: 0.2, .makeDirectory: 0.2], randomErrors: Self.errors)
                 cloud = FaultyFileSystem(cloudDisk, random: random, probabilities: [.prepareCopy: 0.2, .install: 0.2, .rename: 0.2, .removeFile: 0.2, .makeDirectory: 0.2, .synchronize: 0.1], randomErrors: Self.errors)
-                engine = Self.makeEngine(local, cloud, store, clock, onDemand: onDemand, style: style)
+                engine = Self.makeEngine(local, cloud, store, clock, onDemand: onDemand, style: style, marker: marker)
                 _ = random.next()
             }
             if faults == 1 {
@@ -304,10 +326,9 @@ struct ModelFailure: Error, CustomStringConvertible {
         }
         var failures: [String] = []
         for seed in seeds {
-            // Every fourth run in on-demand mode, with evictions and downloads. Placeholders are
-            // in the suffix style: the only one the executor carries out so far (add
-            // `.realName` here once it does).
-            var run = SimulationRun(seed: seed, onDemand: seed % 4 == 3, style: .suffix)
+            // Every fourth run in on-demand mode, with evictions and downloads; every eighth
+            // with real-name placeholders (the kernel's hooks played by FakePlaceholderMarker).
+            var run = SimulationRun(seed: seed, onDemand: seed % 4 == 3, style: seed % 8 == 7 ? .realName : .suffix)
             do { try run.run(steps: 8) } catch {
                 failures.append("seed \(seed): \(error)")
                 if failures.count >= 3 { break }

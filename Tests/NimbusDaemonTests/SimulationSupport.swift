@@ -35,6 +35,8 @@ extension MemoryFileSystem {
             if path.components.contains(where: TemporaryName.isTemporary) || rp(".nimbus/tmp").contains(path) { continue }
             // A placeholder holds no content of the user's; it is rewritten as the cloud changes.
             if case .file(let bytes) = node.content, Placeholder.parse(bytes) != nil { continue }
+            // Nor a real-name one: its holes read as zeros (no content of the simulation's is).
+            if case .file(let bytes) = node.content, bytes.allSatisfy({ $0 == 0 }) { continue }
             switch node.content {
             case .file(let bytes): result["f:" + String(decoding: bytes, as: UTF8.self), default: []].append(path)
             case .symlink(let target): result["l:" + String(decoding: target, as: UTF8.self), default: []].append(path)

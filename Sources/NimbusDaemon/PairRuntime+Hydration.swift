@@ -1,0 +1,24 @@
+import NimbusCore
+import NimbusSystem
+
+/// Real-name placeholders at run time (DESIGN §5): the hydration server answers the pair's
+/// fanotify group, the engine learns what it filled (journal, state, `watch` and `status`
+/// progress) on its own thread, and the marker lets the engine write, evict and convert.
+extension PairRuntime {
+    func startHydration() {
+        guard options.engine.placeholderStyle == .realName else { return }
+        guard let group = options.fanotifyGroup else {
+            log.error("real-name placeholders without a fanotify group: placeholders cannot be written or fetched")
+            return
+        }
+        let engine = self.engine
+        let server = HydrationServer(
+            group: group, cloudRootPath: SystemPath(options.cloudRoot), settings: options.hydration, log: log,
+            progress: { path, done, size in engine.noteHydrationProgress(path, done: done, of: size) },
+            completed: { [weak self] outcome in self?.perform { engine.applyHydration(outcome) } })
+        // A storm of refused opens reaches `watch` and the desktop like the suffix style's.
+        server.onStorm { path, limit, program in engine.emit(.fetchesRefused(path, limit: limit, program: program)) }
+        hydration = server
+        engine.marker = FanotifyPlaceholderMarker(local: engine.local, group: group, server: server)
+    }
+}
