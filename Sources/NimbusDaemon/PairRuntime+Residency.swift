@@ -33,7 +33,8 @@ extension PairRuntime {
     /// A program opened `path` in the local folder: a placeholder is downloaded (within the
     /// rate limit), a real file's last use is noted for the cache budget.
     func opened(_ path: RelativePath) {
-        guard let target = Placeholder.target(of: path),
+        // Real-name placeholders are fetched by the kernel's hooks (HydrationServer), not here.
+        guard engine.settings.placeholderStyle == .suffix, let target = Placeholder.target(of: path),
               engine.state.withLock({ $0.index[target]?.isPlaceholder == true && $0.index[path]?.isPlaceholder != false }) else {
             return engine.noteOpened(path)
         }

@@ -19,9 +19,11 @@ extension SyncEngine {
         for (path, record) in records {
             for style in PlaceholderStyle.allCases {
                 guard let file = style.file(for: path), let found = try? local.metadata(of: file) else { continue }
-                if let leftover = leftoverPlaceholder(at: file, of: path, cloud: record.base.cloud), style != current,
-                   !found.isUnchanged(from: record.base.local) {
-                    _ = leftover  // The new style's file a crash left: the conversion replaces it.
+                // The new style's file a crash left before the journal said so: the conversion
+                // replaces it. (Asked last: reading a suffix placeholder is an open, which the
+                // watcher would take for a program's.)
+                if style == current, !found.isUnchanged(from: record.base.local),
+                   leftoverPlaceholder(at: file, of: path, cloud: record.base.cloud) != nil {
                     continue
                 }
                 names[file] = found

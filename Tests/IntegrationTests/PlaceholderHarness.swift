@@ -248,8 +248,8 @@ final class PlaceholderSandbox {
     let sandbox: SyncSandbox
     let daemon: PlaceholderDaemon
 
-    init(_ label: String, local: String = "local") throws {
-        sandbox = try SyncSandbox(label)
+    init(_ label: String, local: String = "local", base: String = "/tmp") throws {
+        sandbox = try SyncSandbox(label, base: base)
         daemon = try PlaceholderDaemon(sandbox, local: local)
     }
 

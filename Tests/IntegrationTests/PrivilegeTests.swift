@@ -30,11 +30,13 @@ struct PrivilegeTests {
         }
         #expect(daemon.logLines(containing: "CAP_SYS_ADMIN served fanotify_init only").count == 1, "\(daemon.logTail(lines: 20))")
 
-        // status says which placeholder style and why (this build: always suffix).
+        // status says which placeholder style and why: real names where the sandbox's
+        // filesystem takes pre-content marks (ext4), else suffix (a tmpfs /tmp), with the reason.
         let status = daemon.controlJSON(["status"]).object
-        #expect(status?["placeholderStyle"] as? String == "suffix", "\(String(describing: status))")
+        let style = status?["placeholderStyle"] as? String
+        #expect(style == "real-name" || style == "suffix", "\(String(describing: status))")
         let reason = status?["placeholderStyleReason"] as? String ?? ""
-        #expect(reason.contains("does not write them yet") || reason.contains("pre-content"), "\(reason)")
+        #expect(reason.contains("pre-content"), "\(reason)")
 
         // Still syncs as root without capabilities: its own files, its own folders.
         try SyncFiles.write(SyncFiles.join(daemon.local, "after-drop.txt"), Array("synced\n".utf8))

@@ -115,6 +115,23 @@ struct HydrationServerTests {
         }
     }
 
+    /// A fill slower than fill-timeout: its reader gets EIO instead of waiting forever; the
+    /// fill goes on, and a later reader gets the whole file.
+    @Test func aReaderWaitingLongerThanTheFillTimeoutGetsEIO() throws {
+        let gate = DispatchSemaphore(value: 0)
+        try HydrationFixture.with(fillTimeout: 300_000_000, gate: gate) { fixture in
+            let content = randomContent(4096)
+            let local = try fixture.placeholder("stalled", content: content)
+            let first = try run("cat \(local) > /dev/null")
+            #expect(first.status != 0 && first.error.contains("Input/output error"), "\(first)")
+            #expect(fixture.filled().isEmpty, "the fill is still stalled")
+            gate.signal()
+            let second = try run("cat \(local) > \(fixture.scratch)/out")
+            #expect(second.status == 0, "\(second)")
+            #expect(try Array(contentsOf: fixture.scratch + "/out") == content)
+        }
+    }
+
     /// A file changed while nobody listened (truncated to another size) is the user's now.
     @Test func aFileOfAnotherSizeIsLeftAlone() throws {
         try HydrationFixture.with { fixture in
@@ -157,7 +174,8 @@ final class HydrationFixture: Sendable {
         let progressSeen = Mutex(0)
     }
 
-    private init(scratch: String, rateLimit: Int, slowFill: Bool, localImageMegabytes: Int?) throws {
+    private init(scratch: String, rateLimit: Int, slowFill: Bool, localImageMegabytes: Int?, fillTimeout: Int64?,
+                 gate: DispatchSemaphore?) throws {
         self.scratch = scratch
         mkdir(scratch + "/local", 0o755)
         if let megabytes = localImageMegabytes {
@@ -171,9 +189,12 @@ final class HydrationFixture: Sendable {
         cloudRoot = try FileDescriptor.open(SystemPath(scratch + "/cloud"), [.directory])
         var settings = HydrationServer.Settings()
         settings.rateLimit = rateLimit
+        if let fillTimeout { settings.fillTimeout = fillTimeout }
         let recorder = self.recorder
         server = HydrationServer(group: try FanotifyGroup(), cloudRoot: cloudRoot, settings: settings, log: .silent,
                                  progress: { _, _, _ in
+                                     // A stalled cloud: the fill waits until the test opens the gate.
+                                     if let gate { gate.wait(); gate.signal() }
                                      // A slow first chunk, so that the other readers arrive during the fill.
                                      if slowFill && recorder.progressSeen.withLock({ $0 }) == 0 { Thread.sleep(forTimeInterval: 0.3) }
                                      recorder.progressSeen.withLock { $0 += 1 }
@@ -181,15 +202,16 @@ final class HydrationFixture: Sendable {
                                  completed: { outcome in recorder.outcomes.withLock { $0.append(outcome) } })
     }
 
-    static func with(rateLimit: Int = 1000, slowFill: Bool = false, localImageMegabytes: Int? = nil,
-                     _ body: (HydrationFixture) throws -> Void) throws {
+    static func with(rateLimit: Int = 1000, slowFill: Bool = false, localImageMegabytes: Int? = nil, fillTimeout: Int64? = nil,
+                     gate: DispatchSemaphore? = nil, _ body: (HydrationFixture) throws -> Void) throws {
         let scratch = try run("mktemp -d /var/tmp/nimbus-hydration-XXXXXX").output.trimmingCharacters(in: .whitespacesAndNewlines)
         defer {
             if localImageMegabytes != nil { _ = try? run("umount \(scratch)/local || umount -l \(scratch)/local") }
             _ = try? run("rm -rf \(scratch)")
         }
         let fixture = try HydrationFixture(scratch: scratch, rateLimit: rateLimit, slowFill: slowFill,
-                                           localImageMegabytes: localImageMegabytes)
+                                           localImageMegabytes: localImageMegabytes, fillTimeout: fillTimeout, gate: gate)
+        defer { gate?.signal() }  // A stalled fill must end before the server can stop.
         defer {
             fixture.server.stop()
             try? fixture.server.group.close()
