@@ -95,16 +95,9 @@ struct NimbusctlTests {
             let evicted = try await d.ctl(["--json", "evict", "a.txt"])
             #expect(try evicted.json()["state"] as? String == "notDownloaded", "\(evicted)")
             #expect(try evicted.json()["residency"] as? String == "evicted")
-            // In the style the daemon chose (real names where the kernel and filesystem allow).
-            let realName = try await d.ctl(["--json", "status"]).json()["placeholderStyle"] as? String == "real-name"
-            if realName {
-                var st = stat()
-                #expect(lstat(d.local + "/a.txt", &st) == 0 && st.st_size == 5 && st.st_blocks == 0, "evicted in place")
-            } else {
-                #expect(!FileManager.default.fileExists(atPath: d.local + "/a.txt"))
-                #expect(FileManager.default.fileExists(atPath: d.local + "/a.txt.nimbus"))
-            }
-            let downloaded = try await d.ctl(["download", realName ? "a.txt" : "a.txt.nimbus"])
+            #expect(!FileManager.default.fileExists(atPath: d.local + "/a.txt"))
+            #expect(FileManager.default.fileExists(atPath: d.local + "/a.txt.nimbus"))
+            let downloaded = try await d.ctl(["download", "a.txt.nimbus"])
             #expect(downloaded.status == 0, "\(downloaded)")
             #expect(try String(contentsOfFile: d.local + "/a.txt", encoding: .utf8) == "hello")
             #expect(!FileManager.default.fileExists(atPath: d.local + "/a.txt.nimbus"))
