@@ -22,7 +22,7 @@ extension SyncEngine {
                 // The new style's file a crash left before the journal said so: the conversion
                 // replaces it. (Asked last: reading a suffix placeholder is an open, which the
                 // watcher would take for a program's.)
-                if style == current, !found.isUnchanged(from: record.base.local),
+                if style == current, found.inode != record.base.local.inode,
                    leftoverPlaceholder(at: file, of: path, cloud: record.base.cloud) != nil {
                     continue
                 }

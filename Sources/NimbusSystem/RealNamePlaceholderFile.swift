@@ -97,7 +97,7 @@ public enum RealNamePlaceholderFile {
                 try file.sync()
             }
         } catch {
-            try? Sys.punchHole(file.rawValue, 0, max(expected.size, 1))
+            try? Sys.punchHole(file.rawValue, 0, punchLength(expected.size))
             throw error
         }
         if let state { try setAttribute(state, of: file, path: path) }
@@ -111,12 +111,17 @@ public enum RealNamePlaceholderFile {
                                 state: (name: String, value: [UInt8])?) throws {
         let metadata = try attributing("fstat", path.shown) { try file.metadata() }
         try attributing("punch", path.shown) {
-            if metadata.size > 0 { try Sys.punchHole(file.rawValue, 0, metadata.size) }
+            if metadata.size > 0 { try Sys.punchHole(file.rawValue, 0, punchLength(metadata.size)) }
             try file.setModificationTime(metadata.mtime)  // punching moved it
             try file.sync()
         }
         if let state { try setAttribute(state, of: file, path: path) }
     }
+
+    /// The length to punch for a file of `size`: up to a 64 KiB boundary past its end (the
+    /// size is kept), because a block only partly inside the range is zeroed, not freed, and
+    /// a small file's only block would stay allocated.
+    static func punchLength(_ size: Int64) -> Int64 { (max(size, 1) + 0xFFFF) & ~0xFFFF }
 
     /// Sets an attribute through a descriptor. `user.*` attributes need write permission
     /// even for the owner: a read-only file is made writable for the owner for that moment

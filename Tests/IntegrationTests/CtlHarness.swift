@@ -110,9 +110,12 @@ final class CtlDaemon: @unchecked Sendable {
 
     init() throws {
         root = try CtlHarness.temporaryDirectory()
-        for folder in [local, cloud, root + "/state", root + "/config"] {
+        for folder in [local, cloud, root + "/state", root + "/config/nimbus"] {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         }
+        // These tests were written for suffix placeholders (NAME.nimbus), which every machine
+        // can have; real-name ones have tests of their own (RealNamePlaceholderDaemonTests).
+        try "[placeholders]\nstyle = suffix\n".write(toFile: root + "/config/nimbus/default.conf", atomically: true, encoding: .utf8)
     }
 
     /// The environment both programs get: a home and config folder of their own, no colour

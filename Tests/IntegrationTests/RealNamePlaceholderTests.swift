@@ -84,7 +84,7 @@ struct RealNamePlaceholderDaemonTests {
     @Test("nimbusctl download, evict (in place, then read again) and pin")
     func downloadEvictPin() async throws {
         let content = Self.random(1 << 20)
-        let s = try await Self.start("downloadEvictPin", files: ["a.bin": content, "b.bin": content])
+        let s = try await Self.start("downloadEvictPin", files: ["a.bin": content, "b.bin": content, "tiny": Array("hello".utf8)])
         defer { s.finish() }
         let d = s.daemon
         try await d.eventually("placeholders") { Self.notDownloaded(d, "a.bin") ?? Self.notDownloaded(d, "b.bin") }
@@ -100,6 +100,11 @@ struct RealNamePlaceholderDaemonTests {
         #expect(try P.read(d.cloud + "/a.bin") == content)
         let again = Self.run("cmp '\(d.local)/a.bin' '\(d.cloud)/a.bin'")
         #expect(again.status == 0, "read after evict: \(again.output)")
+
+        // A file smaller than a block: its only block is freed too.
+        try await d.ctlJSON(["download", "tiny"])
+        try await d.ctlJSON(["evict", "tiny"])
+        #expect(Self.notDownloaded(d, "tiny") == nil)
 
         let pinned = try await d.ctlJSON(["pin", "b.bin"])
         #expect(pinned["state"] as? String == "downloaded" && pinned["residency"] as? String == "pinned", "\(pinned)")

@@ -52,6 +52,9 @@ private let everyKey = """
     [placeholders]
     hydrate-on-open = no
     open-rate-limit = 12
+    style = real-name
+    fill-timeout = 90s
+    refused-programs = updatedb, my-indexer
 
     [cache]
     cache-limit = 1.5GiB
@@ -105,6 +108,8 @@ private let everyKey = """
         #expect(c.localRoot == "/home/u/Documents/Sync" && c.cloudRoot == "/mnt/nas/nimbus")
         #expect(!c.localRootIsDefault && !c.cloudRootIsDefault && !c.usesEmbeddedDefaults)
         #expect(c.mode == .onDemand && !c.hydrateOnOpen && c.openRateLimit == 12)
+        #expect(c.placeholderStyle == .realName && c.fillTimeout == 90 * 1_000_000_000)
+        #expect(c.refusedPrograms == ["updatedb", "my-indexer"])
         #expect(c.cacheLimit == 1_610_612_736 && c.evictAfter == 30 * 86_400 * 1_000_000_000 && c.minFreeSpace == 512 << 20)
         #expect(c.maxDeletePercent == 20 && c.versionRetention == 12 * 3_600 * 1_000_000_000)
         #expect(c.cloudWatch == .poll && c.pollInterval == 90_000_000_000 && c.rescanInterval == 5_400_000_000_000)
@@ -125,8 +130,20 @@ private let everyKey = """
             }
         }
         #expect(try Launch(file: text).configuration() == configured)
-        #expect(ConfigSetting.all.count == 18)
+        #expect(ConfigSetting.all.count == 21)
         #expect(configured.versionsMaxSize == 2 << 30)
+    }
+
+    /// [placeholders] style, fill-timeout and refused-programs: bad values name the file, line and key.
+    @Test func placeholderSettingsAreValidated() throws {
+        #expect(try Launch(file: "[placeholders]\nrefused-programs = none\n").configuration().refusedPrograms == [])
+        #expect(try Launch(file: "").configuration().placeholderStyle == .auto)
+        for (text, key) in [("style = real names", "style"), ("fill-timeout = 0s", "fill-timeout"),
+                            ("refused-programs = a,,b", "refused-programs"), ("refused-programs = /usr/bin/x", "refused-programs")] {
+            let error = #expect(throws: ConfigurationError.self) { try Launch(file: "[placeholders]\n" + text + "\n").configuration() }
+            let message = error.map { "\($0)" } ?? ""
+            #expect(message.contains(":2:") && message.contains(key), "\(text): \(message)")
+        }
     }
 
     @Test func noneWordsSwitchLimitsOff() throws {
