@@ -17,7 +17,9 @@ extension PairRuntime {
             progress: { path, done, size in engine.noteHydrationProgress(path, done: done, of: size) },
             completed: { [weak self] outcome in self?.perform { engine.applyHydration(outcome) } })
         // A storm of refused opens reaches `watch` and the desktop like the suffix style's.
-        server.onStorm { path, limit, program in engine.emit(.fetchesRefused(path, limit: limit, program: program)) }
+        server.onStorm { [weak self] path, limit, program in
+            self?.perform { engine.emit(.fetchesRefused(path, limit: limit, program: program)) }
+        }
         hydration = server
         engine.marker = FanotifyPlaceholderMarker(local: engine.local, group: group, server: server)
     }
