@@ -36,6 +36,7 @@ enum Bench {
         ScanCopyFigures(options: options, workspace: workspace).run(into: &report)
         SyncFigures(options: options, workspace: workspace).run(into: &report)
         PlaceholderFigures(options: options, workspace: workspace).run(into: &report)
+        HydrationFigures(options: options, workspace: workspace).run(into: &report)
 
         if options.keep {
             progress("kept \(workspace.root)")
