@@ -248,9 +248,18 @@ final class PlaceholderSandbox {
     let sandbox: SyncSandbox
     let daemon: PlaceholderDaemon
 
-    init(_ label: String, local: String = "local", base: String = "/tmp") throws {
+    /// `prepare` runs on the sandbox before the daemon's folders are made (to mount a
+    /// filesystem image where the local folder goes, say).
+    init(_ label: String, local: String = "local", base: String = "/tmp",
+         prepare: (SyncSandbox) throws -> Void = { _ in }) throws {
         sandbox = try SyncSandbox(label, base: base)
-        daemon = try PlaceholderDaemon(sandbox, local: local)
+        do {
+            try prepare(sandbox)
+            daemon = try PlaceholderDaemon(sandbox, local: local)
+        } catch {
+            sandbox.finish()
+            throw error
+        }
     }
 
     var root: String { sandbox.root }

@@ -82,3 +82,95 @@ enum RealNameSupport {
         return result
     }
 }
+
+/// One test's daemon writing real-name placeholders (`[placeholders] style = real-name`) on
+/// folders under /var/tmp, or with its local folder on a filesystem image of its own.
+enum RealName {
+    typealias P = PlaceholderFiles
+
+    /// A sandbox whose daemon is set to real-name placeholders and (unless the test sets it)
+    /// no limit on fills a minute. With `image`, the local folder is on a new image of that
+    /// filesystem (`ext4`, `xfs`, `btrfs`) of `megabytes`.
+    static func sandbox(_ label: String, image: String? = nil, megabytes: Int = 1024) throws -> PlaceholderSandbox {
+        let s = try PlaceholderSandbox(label, local: image == nil ? "local" : "image/local", base: RealNameSupport.base) { sandbox in
+            guard let image else { return }
+            if let problem = try sandbox.mountImage("image", filesystem: image, megabytes: megabytes) {
+                throw SyncFailure(description: "[\(label)] \(problem)")
+            }
+        }
+        s.daemon.config = ["placeholders": ["style": "real-name", "open-rate-limit": "1000000"]]
+        return s
+    }
+
+    /// Why a local folder on a `filesystem` image cannot be tested here; nil when it can.
+    static func imageProblem(_ filesystem: String) -> String? {
+        FileManager.default.isExecutableFile(atPath: SyncHarness.tool("mkfs." + filesystem))
+            ? nil : "mkfs.\(filesystem) is not installed (apt-get install \(filesystem == "xfs" ? "xfsprogs" : "btrfs-progs"))"
+    }
+
+    /// nil when `relative` is a not-downloaded real-name placeholder of the cloud file: its
+    /// size, no data blocks, `user.nimbus.state=notDownloaded`, no suffix file beside it.
+    /// Looked at with lstat and getxattr only: opening it would fetch it.
+    static func isNotDownloaded(_ d: PlaceholderDaemon, _ relative: String) -> String? {
+        guard let here = P.status(d.local + "/" + relative) else { return "\(relative) is not in the local folder" }
+        if P.exists(d.local + "/" + relative + ".nimbus") { return "\(relative).nimbus is there (a suffix placeholder)" }
+        guard let cloud = P.status(d.cloud + "/" + relative) else { return "\(relative) is not in the cloud folder" }
+        if here.st_size != cloud.st_size { return "\(relative) has \(here.st_size) bytes, the cloud copy \(cloud.st_size)" }
+        if here.st_blocks != 0 { return "\(relative) holds \(here.st_blocks * 512) bytes of data" }
+        let state = P.xattr(d.local + "/" + relative, "user.nimbus.state")
+        return state == "notDownloaded" ? nil : "\(relative): user.nimbus.state is \(state ?? "missing")"
+    }
+
+    /// nil when `relative` holds the cloud copy's bytes and says it is downloaded.
+    static func isDownloaded(_ d: PlaceholderDaemon, _ relative: String) -> String? {
+        let file = d.local + "/" + relative
+        guard P.exists(file) else { return "\(relative) is not in the local folder" }
+        guard P.same(file, d.cloud + "/" + relative) else { return "\(relative) differs from the cloud copy" }
+        let state = P.xattr(file, "user.nimbus.state")
+        return state == "downloaded" ? nil : "\(relative): user.nimbus.state is \(state ?? "missing")"
+    }
+
+    /// Runs `script` with /bin/sh, `$1`… being `arguments`; stdout and stderr together.
+    @discardableResult
+    static func shell(_ script: String, _ arguments: [String] = [], as prefix: [String] = []) -> (status: Int32, output: String) {
+        let command = prefix + ["/bin/sh", "-c", script, "sh"] + arguments
+        return SyncHarness.run(command[0], Array(command.dropFirst()))
+    }
+
+    /// `count` bytes of seeded random content.
+    static func content(_ count: Int, seed: UInt64) -> [UInt8] {
+        var random = SyncRandom(seed: seed)
+        return random.bytes(count)
+    }
+}
+
+/// Counts the opens of one file (inotify `IN_OPEN`): how often the daemon read a cloud copy.
+final class OpenCounter {
+    private let descriptor: Int32
+
+    init(_ path: String) throws {
+        descriptor = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        guard descriptor >= 0, inotify_add_watch(descriptor, path, UInt32(IN_OPEN)) >= 0 else {
+            throw SyncFailure(description: "inotify on \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    deinit { close(descriptor) }
+
+    /// The opens since the last call.
+    func take() -> Int {
+        var count = 0
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            guard n > 0 else { return count }
+            var offset = 0
+            while offset + 16 <= n {
+                let mask = buffer.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self) }
+                let length = buffer.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self) }
+                if mask & UInt32(IN_OPEN) != 0 { count += 1 }
+                offset += 16 + Int(length)
+            }
+        }
+    }
+}

@@ -107,6 +107,24 @@ final class SyncSandbox {
         return nil
     }
 
+    /// Mounts a new `filesystem` image of `megabytes` (a sparse file of this sandbox) on
+    /// `root/name` through a loop device; nil on success, else why not (no mkfs, no root).
+    func mountImage(_ name: String, filesystem: String, megabytes: Int) throws -> String? {
+        let mkfs = SyncHarness.tool("mkfs." + filesystem)
+        guard FileManager.default.isExecutableFile(atPath: mkfs) else { return "mkfs.\(filesystem) is not installed" }
+        let image = root + "/" + name + ".img"
+        guard FileManager.default.createFile(atPath: image, contents: nil), truncate(image, off_t(megabytes) << 20) == 0 else {
+            return "cannot make the image file \(image)"
+        }
+        let made = SyncHarness.run(mkfs, (filesystem == "ext4" ? ["-q", "-F"] : ["-q", "-f"]) + [image])
+        guard made.status == 0 else { return "mkfs.\(filesystem) \(image) exited \(made.status): \(made.output)" }
+        let path = try folder(name)
+        let mounted = SyncHarness.run(SyncHarness.tool("mount"), ["-o", "loop", image, path])
+        guard mounted.status == 0 else { return "cannot mount \(image) (needs root and loop devices): \(mounted.output)" }
+        mounts.append(path)
+        return nil
+    }
+
     /// Kills the daemons still running, unmounts, removes the sandbox.
     func finish() {
         for daemon in daemons { daemon.killIfRunning() }
