@@ -47,7 +47,11 @@ struct RealNamePair {
     static func isPlaceholder(_ path: String, size: Int64) -> Bool {
         var status = stat()
         guard lstat(path, &status) == 0, Int64(status.st_size) == size, status.st_blocks == 0 else { return false }
-        let value = try? FileDescriptor(rawValue: AT_FDCWD).extendedAttribute("user.nimbus.state", of: SystemPath(path))
+        let slash = path.lastIndex(of: "/")!
+        guard let folder = try? FileDescriptor.open(SystemPath(String(path[..<slash])), .directory) else { return false }
+        let value = folder.closeAfter {
+            try? folder.extendedAttribute("user.nimbus.state", of: SystemPath(String(path[path.index(after: slash)...])))
+        }
         return value == Array("notDownloaded".utf8)
     }
 
