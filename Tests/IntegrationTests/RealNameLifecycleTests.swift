@@ -2,8 +2,9 @@ import Foundation
 import Glibc
 import Testing
 
-/// Issue 16 through the real daemon, across its life: kill -9 during a fill, a clean stop,
-/// programs that overwrite or truncate a not-downloaded file, evict and read again.
+/// Issue 16 through the real daemon, across its life: kill -9 during a fill, a clean stop
+/// and unprivileged readers, programs that overwrite or truncate a not-downloaded file.
+/// (Evict and read again, and the guard's permission bits, are in RealNamePlaceholderDaemonTests.)
 @Suite(.serialized, .timeLimit(.minutes(5)),
        .enabled(if: RealNameSupport.skipReason == nil, Comment(rawValue: RealNameSupport.skipReason ?? "")))
 struct RealNameLifecycleTests {
@@ -119,30 +120,6 @@ struct RealNameLifecycleTests {
                 try P.read(d.cloud + "/" + name) == expected ? nil : "\(P.text(d.cloud + "/" + name)?.prefix(40) ?? "nothing")"
             }
         }
-        try await d.stop()
-    }
-
-    @Test("evict makes a downloaded file not downloaded again in place, and reading it fetches it again")
-    func evictThenReadAgain() async throws {
-        let s = try RealName.sandbox("realNameEvict")
-        defer { s.finish() }
-        let d = s.daemon
-        try P.writeBig(d.cloud + "/doc.bin", megabytes: 3, seed: 5)
-        try await d.start()
-        try await d.eventually("the real-name placeholder") { RealName.isNotDownloaded(d, "doc.bin") }
-        let file = d.local + "/doc.bin"
-        #expect(RealName.shell(#"cat "$1" > /dev/null"#, [file]).status == 0)
-        #expect(RealName.isDownloaded(d, "doc.bin") == nil, "\(RealName.isDownloaded(d, "doc.bin") ?? "")")
-        let inode = try #require(P.status(file)).st_ino
-
-        let evicted = try await d.ctlJSON(["evict", "doc.bin"])
-        #expect(evicted["state"] as? String == "notDownloaded" || evicted["state"] == nil, "\(evicted)")
-        try await d.eventually("doc.bin not downloaded again") { RealName.isNotDownloaded(d, "doc.bin") }
-        #expect(P.status(file)?.st_ino == inode, "evict replaced the file instead of punching its content out in place")
-
-        let again = RealName.shell(#"cat "$1" > "$2""#, [file, s.root + "/again.bin"])
-        #expect(again.status == 0 && P.same(s.root + "/again.bin", d.cloud + "/doc.bin"), "reading after evict: \(again)")
-        #expect(RealName.isDownloaded(d, "doc.bin") == nil, "\(RealName.isDownloaded(d, "doc.bin") ?? "")")
         try await d.stop()
     }
 }
