@@ -29,6 +29,12 @@ public protocol PlaceholderMarker: Sendable {
     /// (mode 0) gets `recorded.mode` back only once marked.
     func adopt(_ path: RelativePath, current: FileMetadata, recorded: FileMetadata, cloud: FileMetadata) throws
 
+    /// At start, before `adopt`: when the journal's placeholder `path` (`current` now,
+    /// `recorded` in the journal) holds part of the cloud file `cloud` because a fill was
+    /// interrupted (kill -9), makes it whole not-downloaded again and returns its metadata;
+    /// nil when it is anything else (an edit is content, not a placeholder).
+    func undoInterruptedFill(_ path: RelativePath, current: FileMetadata, recorded: FileMetadata, cloud: FileMetadata) -> FileMetadata?
+
     /// At a clean stop: takes every permission away from the placeholder `path`, its mode kept
     /// in `user.nimbus.mode` (and in the journal, which still has it).
     func guardReading(_ path: RelativePath) throws

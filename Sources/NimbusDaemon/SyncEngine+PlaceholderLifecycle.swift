@@ -18,7 +18,13 @@ extension SyncEngine {
         var toMark: [(path: RelativePath, current: FileMetadata, record: PathRecord)] = []
         for (path, record) in records {
             for style in PlaceholderStyle.allCases {
-                guard let file = style.file(for: path), let found = try? local.metadata(of: file) else { continue }
+                guard let file = style.file(for: path), var found = try? local.metadata(of: file) else { continue }
+                if style == .realName, current == .realName, !found.isUnchanged(from: record.base.local), let marker,
+                   let undone = marker.undoInterruptedFill(path, current: found, recorded: record.base.local, cloud: record.base.cloud) {
+                    log.notice("\(path): a fill cut short when nimbusd last stopped held only the cloud's bytes: "
+                               + "it is a whole not-downloaded file again, not an edit")
+                    found = undone
+                }
                 // The new style's file a crash left before the journal said so: the conversion
                 // replaces it. (Asked last: reading a suffix placeholder is an open, which the
                 // watcher would take for a program's.)

@@ -78,11 +78,10 @@ struct PrivilegeTests {
             or copy its fanotify group with pidfd_getfd
             """)
 
-        // The privilege is not what keeps real-name placeholders away.
+        // With the unit's privilege, on /var/tmp: real-name placeholders.
         let status = daemon.controlJSON(["status"])
         let reason = status.object?["placeholderStyleReason"] as? String ?? ""
-        #expect(status.object?["placeholderStyle"] as? String == "real-name" || reason.contains("does not write them yet"),
-                "\(status.output)")
+        #expect(status.object?["placeholderStyle"] as? String == "real-name", "\(status.output)")
         #expect(!reason.contains("CAP_SYS_ADMIN") && !reason.contains("capabilit"), "\(reason)")
 
         // It still syncs, as that user.
