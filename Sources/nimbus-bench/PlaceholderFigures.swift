@@ -13,6 +13,14 @@ struct PlaceholderFigures {
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("nimbusctl").path
     }
 
+    /// On-demand mode with suffix placeholders, which these figures measure (as root on ext4
+    /// the daemon would choose real-name ones: HydrationFigures measures those).
+    static func suffixStyle(_ workspace: Workspace) throws -> [String] {
+        let config = workspace.root + "/suffix-style.conf"
+        try "[placeholders]\nstyle = suffix\n".write(toFile: config, atomically: true, encoding: .utf8)
+        return ["--mode", "on-demand", "--config", config]
+    }
+
     func run(into report: inout Report) {
         if options.wants("placeholders.create") { report.figures.append(create()) }
         guard options.wantsAny(["download.4k", "download.100m"]) else { return }
@@ -50,7 +58,7 @@ struct PlaceholderFigures {
                     }
                     let state = workspace.fresh("placeholders-state-\(round)")
                     let daemon = try Daemon(local: destination, cloud: tree, stateDirectory: state, logPath: state + ".log",
-                                            extraArguments: ["--mode", "on-demand"])
+                                            extraArguments: try Self.suffixStyle(workspace))
                     pair.ours = try daemon.waitReady(timeout: 600)
                     _ = daemon.stop()
                     let made = try TreeMaker.files(in: destination).keys.filter { $0.hasSuffix(".nimbus") }.count
@@ -171,7 +179,7 @@ struct OnDemandPair {
         let state = workspace.fresh(label + "-state")
         socket = state + "/ctl.sock"
         daemon = try Daemon(local: local, cloud: cloud, stateDirectory: state, logPath: state + ".log",
-                            extraArguments: ["--mode", "on-demand"])
+                            extraArguments: try PlaceholderFigures.suffixStyle(workspace))
         _ = try daemon.waitReady(timeout: 120)
     }
 

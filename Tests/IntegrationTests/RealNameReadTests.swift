@@ -47,12 +47,12 @@ struct RealNameReadTests {
 
     @Test("cat, head, cp, dd, md5sum, rsync, shutil.copyfile, tar and mmap read the cloud's bytes from not-downloaded files",
           arguments: Local.allCases)
-    func everyProgramReadsTheRightBytes(_ where: Local) async throws {
-        if let image = `where`.image, let problem = RealName.imageProblem(image) {
+    func everyProgramReadsTheRightBytes(_ local: Local) async throws {
+        if let image = local.image, let problem = RealName.imageProblem(image) {
             print("[realNameReads] SKIPPED on \(image), not run: \(problem)")
             return
         }
-        let s = try RealName.sandbox("realNameReads-\(`where`.image ?? "var-tmp")", image: `where`.image)
+        let s = try RealName.sandbox("realNameReads-\(local.image ?? "var-tmp")", image: local.image)
         defer { s.finish() }
         let d = s.daemon
         let readers = Self.readers.filter { $0.name != "rsync" || FileManager.default.isExecutableFile(atPath: SyncHarness.tool("rsync")) }
