@@ -1,4 +1,5 @@
 import Foundation
+import NimbusSystem
 import Testing
 
 /// The Dolphin service menu (Packaging/dolphin): its actions, and its helper passing every
@@ -54,31 +55,45 @@ import Testing
         #expect(unexpected.isEmpty, "\(result.output)")
     }
 
-    /// A stand-in nimbusctl records its arguments one per line, NUL-free; names with spaces,
-    /// quotes, `$(...)` and a leading dash reach it unchanged, resolve is run per file.
+    /// A stand-in nimbusctl records its arguments; names with spaces, quotes, `$(...)` and a
+    /// leading dash reach it unchanged, resolve runs per file, and the daemon whose socket
+    /// answers `info` for the first file is the one used (several instances).
     @Test func everyFileReachesNimbusctlAsOneArgument() throws {
         let sandbox = try SyncSandbox("dolphin-helper")
         defer { sandbox.finish() }
         let record = sandbox.root + "/calls"
         let fake = sandbox.root + "/nimbusctl"
-        try "#!/bin/sh\nfor a in \"$@\"; do printf '<%s>' \"$a\" >> '\(record)'; done\necho >> '\(record)'\n[ \"$3\" != /fail ] || { echo 'no daemon' >&2; exit 69; }\n"
-            .write(toFile: fake, atomically: true, encoding: .utf8)
+        let runtime = try sandbox.folder("run")
+        let work = try sandbox.folder("run/nimbus") + "/work.sock"
+        try """
+            #!/bin/sh
+            case " $* " in *" info "*) [ "$2" = '\(work)' ]; exit $?;; esac
+            for a in "$@"; do printf '<%s>' "$a" >> '\(record)'; done
+            echo >> '\(record)'
+            case "$*" in *" /fail") echo 'no daemon' >&2; exit 69;; esac
+            """.write(toFile: fake, atomically: true, encoding: .utf8)
         chmod(fake, 0o755)
         let odd = ["/home/u/Nimbus/a b.txt", "/home/u/Nimbus/it's \"$(rm -rf ~)\".txt", "/home/u/Nimbus/-n"]
         func helper(_ arguments: [String]) -> (status: Int32, output: String) {
-            SyncHarness.run("/usr/bin/env", ["NIMBUSCTL=\(fake)", "PATH=/usr/bin:/bin", "/bin/sh", Self.helper] + arguments)
+            SyncHarness.run("/usr/bin/env", ["NIMBUSCTL=\(fake)", "PATH=/usr/bin:/bin", "XDG_RUNTIME_DIR=\(runtime)", "/bin/sh", Self.helper]
+                            + arguments)
         }
         #expect(helper(["download"] + odd).status == 0)
         #expect(helper(["keep-cloud"] + odd.prefix(2)).status == 0)
         let failed = helper(["pin", "/fail"])
         #expect(failed.status == 69 && failed.output.contains("no daemon"), "\(failed)")
         #expect(helper(["frobnicate", "/x"]).status == 64)
+        // Two daemons running: the one that knows the file is asked.
+        let sockets = try [work, runtime + "/nimbus/other.sock"].map { try UnixStreamSocket.listen(at: $0) }
+        defer { sockets.forEach { $0.close() } }
+        #expect(helper(["evict", "/w/x"]).status == 0)
         let calls = try String(contentsOfFile: record, encoding: .utf8).split(separator: "\n").map(String.init)
         #expect(calls == [
             "<--no-color><download>" + odd.map { "<\($0)>" }.joined(),
             "<--no-color><resolve><\(odd[0])><--keep><cloud>",
             "<--no-color><resolve><\(odd[1])><--keep><cloud>",
             "<--no-color><pin></fail>",
+            "<--socket><\(work)><--no-color><evict></w/x>",
         ])
     }
 }

@@ -144,6 +144,7 @@ struct PackagingTests {
             "usr/share/doc/nimbus/copyright", "usr/share/doc/nimbus/changelog.gz",
             "usr/share/nautilus-python/extensions/nimbus_nautilus.py", "usr/share/nautilus-python/extensions/nimbus_shell/monitor.py",
             "usr/share/icons/hicolor/scalable/emblems/emblem-nimbus-cloud.svg",
+            "usr/share/kio/servicemenus/nimbus.desktop", "usr/libexec/nimbus/nimbus-dolphin",
         ]
         for path in expected {
             #expect(FileManager.default.fileExists(atPath: root + "/" + path), "the package has no /\(path)")
