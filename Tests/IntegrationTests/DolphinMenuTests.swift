@@ -36,7 +36,7 @@ import Testing
             #expect(exec.hasPrefix("/usr/libexec/nimbus/nimbus-dolphin ") && exec.hasSuffix(" %F"), "\(action): \(exec)")
         }
         #expect(names == ["Download now", "Free up space", "Always keep on this device", "Unpin", "Show versions",
-                          "Keep this device's version", "Keep the cloud's version", "Keep both versions"])
+                          "Keep this device's version", "Keep the cloud's version", "Keep both"])
     }
 
     /// desktop-file-validate knows only the freedesktop types: what it says about a KDE
