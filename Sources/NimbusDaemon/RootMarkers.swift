@@ -18,20 +18,30 @@ enum RootMarkers {
     }
 
     /// Checks both markers; on first pairing (`firstPairing`) creates the missing ones.
+    /// `now` (wall clock, ns) is the new cloud marker's mtime; `beforeCreatingCloudMarker`
+    /// runs first (the cloud's filesystem is probed, so the marker is created the way it allows).
     static func check<FS: FileSystem>(local localFS: FS, cloud cloudFS: FS, firstPairing: Bool,
-                                      localRoot: String, cloudRoot: String) -> Check {
+                                      localRoot: String, cloudRoot: String, now: Int64,
+                                      beforeCreatingCloudMarker: () -> Void = {}) -> Check {
         do {
+            let pairedWith = try read(localFS, local, key: "cloud")
             var cloudID = try read(cloudFS, cloud, key: "id")
             if cloudID == nil {
-                guard firstPairing else {
+                // A local folder that is paired already never makes a new cloud marker, even
+                // with an empty journal: a network client that briefly does not see the marker
+                // (a stale directory cache) would replace the shared one, and every other
+                // device would then refuse the cloud folder as another one.
+                guard firstPairing && pairedWith == nil else {
                     return .missing("The cloud folder \(cloudRoot) has no Nimbus marker (.nimbus/root): it may be unmounted or was replaced. Nothing is synced until it is back; mount it again, or remove the pair's journal to pair afresh.")
                 }
                 let id = UUID().uuidString.lowercased()
                 if try cloudFS.metadata(of: cloudDirectory) == nil { try cloudFS.makeDirectory(cloudDirectory, mode: 0o755) }
-                try cloudFS.writeFile(cloud, contents: Array("nimbus-cloud 1\nid=\(id)\n".utf8), mode: 0o644)
-                cloudID = id
+                beforeCreatingCloudMarker()
+                cloudID = try createCloudMarker(cloudFS, id: id, now: now)
+                guard cloudID != nil else {
+                    return .missing("Another device is pairing with the cloud folder \(cloudRoot) at the same moment and its marker (.nimbus/root) cannot be read yet; this is checked again at the next pass.")
+                }
             }
-            let pairedWith = try read(localFS, local, key: "cloud")
             if pairedWith == nil {
                 guard firstPairing else {
                     return .missing("The local folder \(localRoot) has no Nimbus marker (.nimbus-root): it may be on a disk that is not mounted, or was deleted. Nothing is synced until it is back.")
@@ -43,6 +53,20 @@ enum RootMarkers {
             return .ready
         } catch {
             return .missing("Cannot read the Nimbus markers: \(error). Nothing is synced until this is fixed.")
+        }
+    }
+
+    /// Creates the cloud marker with `id` exclusively (the cloud's write protocol: another
+    /// device pairing at the same moment may have made its own); returns the id in force.
+    private static func createCloudMarker<FS: FileSystem>(_ cloudFS: FS, id: String, now: Int64) throws -> String? {
+        let prepared = try cloudFS.prepareFile(near: cloud, contents: Array("nimbus-cloud 1\nid=\(id)\n".utf8), mode: 0o644,
+                                               mtime: now, attributes: [], durable: true)
+        do {
+            _ = try cloudFS.install(prepared, at: cloud, replacing: nil, displacedTo: nil, durable: true)
+            return id
+        } catch CopyError.destinationChanged {
+            cloudFS.discard(prepared)  // Gone already where the installer removed it.
+            return try read(cloudFS, cloud, key: "id")  // Another device was first: its marker counts.
         }
     }
 

@@ -168,8 +168,11 @@ extension SyncEngine {
         do {
             // A fresh mtime may hide a same-size rewrite in the same tick, and a shared network
             // cloud is checked by content before each replace: keep the hash of exactly what was
-            // copied (the temporary file, which nobody else touches).
-            if fresh || verifiesCloudContent { hash = try fs.contentHash(of: pending.prepared.temporary) }
+            // copied (computed from the source during the copy where the destination asked for
+            // it, else read from the temporary file, which nobody else touches).
+            if fresh || verifiesCloudContent {
+                hash = try pending.prepared.contentHash ?? fs.contentHash(of: pending.prepared.temporary)
+            }
             if pending.side == .local { markState(.downloaded, of: pending.prepared.temporary) }
             let expectedHash = pending.side == .cloud && pending.replacing != nil ? expectedCloudHash(pending.path) : nil
             installed = try fs.install(pending.prepared, at: pending.path, replacing: pending.replacing,

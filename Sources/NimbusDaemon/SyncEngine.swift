@@ -210,7 +210,8 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
             }
         }
         let check = missingRoot.map { RootMarkers.Check.missing($0) } ?? RootMarkers.check(
-            local: local, cloud: cloud, firstPairing: firstPairing, localRoot: rootNames.local, cloudRoot: rootNames.cloud)
+            local: local, cloud: cloud, firstPairing: firstPairing, localRoot: rootNames.local, cloudRoot: rootNames.cloud, now: clock.wallNow,
+            beforeCreatingCloudMarker: { probeCloudIfNeeded(force: true) })
         switch check {
         case .ready:
             let wasHalted = state.withLock { s -> Bool in

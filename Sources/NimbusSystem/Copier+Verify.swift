@@ -17,13 +17,18 @@ extension Installer {
         let moved = try attributing("lstat", aside.shown) {
             try root.withParent(of: aside) { directory, name in try directory.metadata(of: name) }
         }
-        var same = moved.isSame(as: expected)
-        if same, let hash, moved.kind == .file {
+        var same: Bool
+        if let hash, expected.kind == .file {
+            // The content decides, not the inode: some clients number inodes by path (an
+            // rclone mount), so the file moved aside always has another one. Content equal
+            // to the synced version is what makes replacing it safe.
             do {
-                same = try root.contentHash(of: aside) == hash
+                same = try moved.kind == .file && moved.size == expected.size && root.contentHash(of: aside) == hash
             } catch CopyError.sourceChanged {
                 same = false  // Written to right now: not the synced version either way.
             }
+        } else {
+            same = moved.isSame(as: expected)
         }
         guard !same else { return }
         let putBack: Bool = try attributing("rename", "\(aside.shown) -> \(original.shown)") {

@@ -14,9 +14,11 @@ struct Copier {
     /// Throws `CopyError.sourceChanged` when the source is not `expected` (kind, size, mtime,
     /// inode) when opened, or when its size, mtime, inode or ctime moved while it was copied,
     /// or when fewer bytes than its size could be read; `CopyError.notAFile` when `expected`
-    /// is not a regular file; `SystemError` for everything else.
+    /// is not a regular file; `SystemError` for everything else. With `hashing`, the source's
+    /// content hash is read after the copy, before the check that it did not change, so it is
+    /// the hash of exactly what was copied.
     func prepare(_ source: RelativePath, expected: FileMetadata, into directory: RelativePath, durable: Bool,
-                 progress: (Int64) -> Void) throws -> PreparedCopy {
+                 hashing: Bool = false, progress: (Int64) -> Void) throws -> PreparedCopy {
         guard expected.kind == .file else { throw CopyError.notAFile(source) }
         let input = try openSource(source)
         return try input.closeAfter {
@@ -35,6 +37,7 @@ struct Copier {
                 try TemporaryFile.create(beneath: destinationRoot, in: directory)
             }
             let copied: Int64
+            var hash: ContentHash?
             do {
                 let transfer = ContentTransfer(input: input, output: temporary.descriptor,
                                                source: source, temporary: temporary.path)
@@ -44,6 +47,11 @@ struct Copier {
                     try temporary.descriptor.setPermissions(found.mode)
                     try temporary.descriptor.setModificationTime(found.mtime)
                     if durable { try temporary.descriptor.sync() }
+                }
+                if hashing {
+                    // From the start: a sparse copy moved the offset, the others read at offsets.
+                    _ = try attributing("lseek", source.shown) { try Sys.lseek(input.rawValue, 0, SEEK_SET) }
+                    hash = try input.contentHash(path: source, status: before)
                 }
                 let after = try attributing("fstat", source.shown) { try Sys.fstat(input.rawValue) }
                 guard copied == found.size, after.isUnchanged(since: before) else {
@@ -60,7 +68,7 @@ struct Copier {
                 temporary.remove(beneath: destinationRoot)
                 throw error.at("close", temporary.path.shown)
             }
-            return PreparedCopy(temporary: temporary.path, source: found, bytesCopied: copied)
+            return PreparedCopy(temporary: temporary.path, source: found, bytesCopied: copied, contentHash: hash)
         }
     }
 

@@ -77,8 +77,11 @@ extension DiskFileSystem {
                 // The protocol does not say where the copy will go; the engine installs it at the
                 // same path as the source, so its directory here is the best guess for "next to it".
                 let directory = try temporaryDirectory(near: source, in: root)
+                // A destination checked by content (a shared network cloud) needs the hash of
+                // every file copied to it: read from the source, not back through the network.
                 return try Copier(sourceRoot: sourceRoot, destinationRoot: root)
-                    .prepare(source, expected: expected, into: directory, durable: durable, progress: progress)
+                    .prepare(source, expected: expected, into: directory, durable: durable,
+                             hashing: writeProtocol.verifiesContent, progress: progress)
             }
         }
     }

@@ -167,11 +167,18 @@ public struct PreparedCopy: Sendable, Hashable {
     /// The source's metadata as it was copied (kind, size, mtime, mode).
     public var source: FileMetadata
     public var bytesCopied: Int64
+    /// The content hash of what was copied, read from the source during the copy (the source
+    /// did not change meanwhile) where the destination asked for it: nil when not computed.
+    /// Reading the temporary file back instead would cost a second transfer on a network
+    /// filesystem, whose client may also change the file's attributes while it uploads it
+    /// (an rclone mount), which a read takes for a concurrent write.
+    public var contentHash: ContentHash?
 
-    public init(temporary: RelativePath, source: FileMetadata, bytesCopied: Int64) {
+    public init(temporary: RelativePath, source: FileMetadata, bytesCopied: Int64, contentHash: ContentHash? = nil) {
         self.temporary = temporary
         self.source = source
         self.bytesCopied = bytesCopied
+        self.contentHash = contentHash
     }
 }
 

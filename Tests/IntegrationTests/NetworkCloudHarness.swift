@@ -11,6 +11,14 @@ import Testing
 // skip and say why.
 
 enum NetworkCloud {
+    /// The rclone mount options the README recommends for a shared cloud folder: no VFS write
+    /// cache (a file is on the server when `close` returns, and a rename is a rename on the
+    /// server; with `--vfs-cache-mode writes` rclone 1.60 uploads after the close, and a rename
+    /// made during that upload leaves the file on the server under its old, temporary name),
+    /// and no directory or attribute cache (names are claimed with `O_EXCL`, which rclone checks
+    /// only against what it knows of the folder).
+    static let recommendedRcloneOptions = ["--vfs-cache-mode", "off", "--dir-cache-time", "0s", "--attr-timeout", "0s"]
+
     /// Why the sshfs tests cannot run here, or nil.
     static var sshfsUnavailable: String? { unavailable(["sshfs", "sshd", "ssh-keygen", "fusermount3"]) }
     /// Why the rclone tests cannot run here, or nil.

@@ -286,6 +286,36 @@ struct Pair {
 
     /// Holes stay holes: only the data ranges are written (at the start, in the middle, none at
     /// the end), the size is kept, and the copy reads exactly as the source does.
+    /// A destination checked by content (a shared network cloud) gets the hash of what was
+    /// copied from the source, dense or sparse, without reading the temporary file back.
+    @Test func aCopyToAContentCheckedDestinationCarriesTheSourcesHash() throws {
+        try Pair.with { pair in
+            pair.destination.adopt(WriteProtocol(replace: .moveAside, create: .exclusiveOpen, verifiesContent: true))
+            try pair.scratch.write("src/dense", randomBytes(300_000, seed: 7))
+            let file = try FileDescriptor.open("src/sparse", [.writeOnly, .create], relativeTo: pair.scratch.directory)
+            try file.closeAfter {
+                try Sys.ftruncate(file.rawValue, 16 << 20)
+                try randomBytes(4096, seed: 8).withUnsafeBytes { try file.writeAll(toAbsoluteOffset: 8 << 20, $0) }
+            }
+            for name in ["dense", "sparse"] {
+                let expected = try #require(try pair.source.metadata(of: path(name)))
+                let copy = try pair.destination.prepareCopy(of: path(name), from: pair.source, expected: expected,
+                                                            durable: false) { _ in }
+                #expect(copy.contentHash != nil, "\(name)")
+                #expect(copy.contentHash == (try pair.source.contentHash(of: path(name))), "\(name)")
+                #expect(copy.contentHash == (try pair.destination.contentHash(of: copy.temporary)), "\(name)")
+                pair.destination.discard(copy)
+            }
+            // A local destination is not checked by content: no hash is read for it.
+            pair.destination.adopt(.local)
+            let expected = try #require(try pair.source.metadata(of: path("dense")))
+            let copy = try pair.destination.prepareCopy(of: path("dense"), from: pair.source, expected: expected,
+                                                        durable: false) { _ in }
+            #expect(copy.contentHash == nil)
+            pair.destination.discard(copy)
+        }
+    }
+
     @Test func aSparseFileIsCopiedSparse() throws {
         try Pair.with { pair in
             let size: Int64 = 64 << 20

@@ -70,6 +70,39 @@ import Testing
         }
     }
 
+    /// An rclone mount numbers inodes by path: the file moved aside has another inode than the
+    /// one synced, whatever its content. Its content is what decides: the synced version is
+    /// replaced (kept in the versions store), not made a conflict. Before, every replace on
+    /// such a mount was refused and became a conflict copy.
+    @Test func aFileMovedAsideUnderAnotherInodeNumberIsTheSyncedVersionWhenItsContentIs() throws {
+        try Pair.with { pair in
+            pair.destination.adopt(Self.moveAside)
+            try pair.scratch.write("dst/f", Array("version one".utf8))
+            let synced = try #require(try pair.destination.metadata(of: path("f")))
+            let hash = try pair.destination.contentHash(of: path("f"))
+            try pair.destination.makeDirectory(path(".nimbus"), mode: 0o755)
+            try pair.destination.rename(path("f"), to: path(".nimbus/v1"), replacing: false)
+            var numberedByPath = synced
+            numberedByPath.inode = synced.inode &+ 1
+            try pair.destination.withRoot { root in
+                try Installer(root: root, writeProtocol: Self.moveAside)
+                    .verifyMoved(path(".nimbus/v1"), from: path("f"), expected: numberedByPath, hash: hash)
+            }
+            #expect(try pair.scratch.read("dst/.nimbus/v1") == Array("version one".utf8))
+            #expect(try pair.destination.metadata(of: path("f")) == nil)
+
+            // Another content under the same size is still another device's version: put back.
+            try pair.scratch.write("dst/.nimbus/v1", Array("VERSION TWO".utf8))
+            #expect(throws: CopyError.notTheSyncedVersion(try path("f"), keptAt: nil)) {
+                try pair.destination.withRoot { root in
+                    try Installer(root: root, writeProtocol: Self.moveAside)
+                        .verifyMoved(path(".nimbus/v1"), from: path("f"), expected: numberedByPath, hash: hash)
+                }
+            }
+            #expect(try pair.scratch.read("dst/f") == Array("VERSION TWO".utf8))
+        }
+    }
+
     @Test func aClaimedNameIsNeverReplaced() throws {
         try Scratch.with { scratch in
             try scratch.write("new", Array("mine".utf8))
