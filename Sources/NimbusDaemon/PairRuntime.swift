@@ -116,7 +116,8 @@ public final class PairRuntime: @unchecked Sendable {
         self.store = store
         log.info("journal: \(store.recoveryDescription); \(records.count) synced entries")
         let local = DiskFileSystem(root: SystemPath(options.localRoot), protectsOpenWriters: true)
-        let cloud = DiskFileSystem(root: SystemPath(options.cloudRoot), temporaryDirectory: RootMarkers.temporary)
+        let cloud = DiskFileSystem(root: SystemPath(options.cloudRoot),
+                                   temporaryDirectory: RootMarkers.temporary(for: options.engine.deviceName))
         engine = SyncEngine(local: local, cloud: cloud, store: store, records: records, clock: clock,
                             settings: options.engine, log: log, rootNames: (options.localRoot, options.cloudRoot))
         let now = clock.monotonicNow

@@ -10,7 +10,16 @@ enum RootMarkers {
     static let cloudDirectory = try! RelativePath(validating: ".nimbus")
     static let cloud = try! RelativePath(validating: ".nimbus/root")
     static let versions = try! RelativePath(validating: ".nimbus/versions")
+    /// Every device's temporaries: each in its folder `temporary(for:)`.
     static let temporary = try! RelativePath(validating: ".nimbus/tmp")
+
+    /// `.nimbus/tmp/<device>`: where one device's in-flight copies and scratch files go, so
+    /// that no other device's sweep takes them. A device name is one path component already
+    /// (no "/", no control characters); "." and ".." are spelled out.
+    static func temporary(for device: String) -> RelativePath {
+        let name = device == "." || device == ".." ? String(repeating: "_", count: device.count) + "dot" : device
+        return (try? temporary.appending(name: Array(name.utf8))) ?? temporary
+    }
 
     enum Check: Equatable {
         case ready

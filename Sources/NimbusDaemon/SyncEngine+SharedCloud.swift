@@ -12,7 +12,7 @@ extension SyncEngine {
         guard force || state.withLock({ $0.status.cloudCapabilities == nil }) else { return }
         let capabilities: FilesystemCapabilities
         do {
-            capabilities = try cloud.probeCapabilities(in: RootMarkers.temporary)
+            capabilities = try cloud.probeCapabilities(in: cloudTemporaryDirectory)
         } catch {
             // Nothing is known: the safest way works everywhere (it only costs a hash per file).
             log.warning("cannot probe what the cloud folder's filesystem supports (\(error)); it is written as a network filesystem")

@@ -44,6 +44,8 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
         /// When recent deletions were propagated (monotonic ns), per side: the mass-delete
         /// guard counts them too, so an `rm` that arrives in several passes is still caught.
         var recentDeletions: [Side: [Int64]] = [.local: [], .cloud: []]
+        /// When the running daemon next sweeps leftover temporaries (monotonic ns).
+        var nextTemporarySweep: Int64 = 0
     }
 
     public init(local: FS, cloud: FS, store: any RecordStore, records: [RelativePath: PathRecord],
@@ -103,16 +105,10 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
 
     // MARK: - Starting
 
-    /// Recovery at start: removes temporary files a crash left, then syncs everything.
+    /// Recovery at start: removes temporary files a crash left (see `removeTemporariesAtStart`),
+    /// then syncs everything.
     public func start() {
-        for side in Side.allCases {
-            do {
-                let removed = try system(side).removeTemporaryFiles()
-                if removed > 0 { log.notice("removed \(removed) temporary file(s) left by an interrupted copy in the \(side) folder") }
-            } catch {
-                log.warning("could not clean temporary files in the \(side) folder: \(error)")
-            }
-        }
+        removeTemporariesAtStart()
         // Before any pass: a pass in one style would misread placeholders of the other.
         if rootsAreReady() { preparePlaceholders() }
         sync(nil)
@@ -180,6 +176,7 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
             scope = scopeRoots(again.union(views.withheld))
         }
         removeLeftoverCopies()
+        sweepTemporariesIfDue()
     }
 
     /// After a local copy failed, and only between passes (no copy of ours is in flight then):

@@ -79,6 +79,10 @@ extension FaultyFileSystem {
         try perform(.removeTemporaryFiles, []) { try base.removeTemporaryFiles() }
     }
 
+    public func removeTemporaryFiles(in directory: RelativePath, _ cleanup: TemporaryCleanup) throws -> Int {
+        try perform(.removeTemporaryFiles, [directory]) { try base.removeTemporaryFiles(in: directory, cleanup) }
+    }
+
     public func spaceInfo() throws -> (available: Int64, total: Int64) {
         try perform(.spaceInfo, []) { try base.spaceInfo() }
     }

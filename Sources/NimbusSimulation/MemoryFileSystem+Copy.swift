@@ -88,6 +88,22 @@ extension MemoryFileSystem {
         }
     }
 
+    /// The temporary files directly in `directory` that `cleanup` allows (by name, and by
+    /// mtime for the age: a simulated tree has no ctime; nothing is ever open in it).
+    public func removeTemporaryFiles(in directory: RelativePath, _ cleanup: TemporaryCleanup) throws -> Int {
+        try tree.withLock { tree in
+            guard tree.root != nil else { throw Errno.noSuchFile.at("open", RelativePath.root) }
+            let leftovers = tree.allEntries().filter { entry in
+                let inode = tree.inode(entry.number)
+                return entry.path.parent == directory && inode.kind != .directory
+                    && (cleanup.copiesOnly ? TemporaryName.isCopyTemporary(entry.path.name) : TemporaryName.isTemporary(entry.path.name))
+                    && cleanup.changedBefore.map { inode.mtime < $0 } ?? true
+            }
+            for leftover in leftovers { try tree.removeFile(leftover.path) }
+            return leftovers.count
+        }
+    }
+
     /// Refuses a path that is not a temporary file's: a bad `PreparedCopy` must never cost a
     /// user's file.
     private func removeTemporaryFile(_ path: RelativePath) {

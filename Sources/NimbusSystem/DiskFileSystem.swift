@@ -12,7 +12,7 @@ import Synchronization
 /// the root path has come to name another directory (see `RootDirectory`).
 ///
 /// Temporary files (copies in flight, `writeFile`) go to `temporaryDirectory` when one is
-/// given (the cloud root uses `.nimbus/tmp`, created on demand), else next to their file.
+/// given (the cloud root uses `.nimbus/tmp/<device>`, created on demand), else next to their file.
 ///
 /// With `protectsOpenWriters` (the local root, where the user's programs work), `install`
 /// never replaces a file some program has open for writing (`CopyError.destinationInUse`).
@@ -175,24 +175,9 @@ public final class DiskFileSystem: FileSystem {
 
     /// Removes every file or symlink whose name starts with `TemporaryName.prefix`, anywhere in
     /// the tree. Meant for startup: a copy in flight at the same time would lose its file.
-    public func removeTemporaryFiles() throws -> Int { try removeTemporaryFiles { _ in true } }
+    public func removeTemporaryFiles() throws -> Int { try removeTemporaryFilesEverywhere(.all) }
 
-    public func removeLeftoverCopies() throws -> Int { try removeTemporaryFiles(TemporaryName.isCopyTemporary) }
-
-    private func removeTemporaryFiles(_ matching: ([UInt8]) -> Bool) throws -> Int {
-        try withRoot { root in
-            var removed = 0
-            for path in try attributing("open", ".", { try TemporarySweep(root: root).temporaryFiles() }) where matching(path.name) {
-                do {
-                    try attributing("unlink", path.shown) {
-                        try root.withParent(of: path) { directory, name in try directory.removeFile(name) }
-                    }
-                    removed += 1
-                } catch let error as SystemError where error.errno == .noSuchFile {
-                    continue  // Gone meanwhile.
-                }
-            }
-            return removed
-        }
+    public func removeLeftoverCopies() throws -> Int {
+        try removeTemporaryFilesEverywhere(TemporaryCleanup(copiesOnly: true, changedBefore: nil, skipsOpenFiles: false))
     }
 }

@@ -108,6 +108,14 @@ public protocol FileSystem: Sendable {
     /// others (an application's coordinated write) are left alone. Returns how many.
     func removeLeftoverCopies() throws -> Int
 
+    /// Removes the temporary files directly in `directory` (not below it) that `cleanup`
+    /// allows (names, age, open files); a missing directory has none. Returns how many.
+    func removeTemporaryFiles(in directory: RelativePath, _ cleanup: TemporaryCleanup) throws -> Int
+
+    /// Removes, anywhere below the root, the temporary files that `cleanup` allows: the
+    /// running daemon's periodic sweep of the local folder. Returns how many.
+    func removeTemporaryFilesEverywhere(_ cleanup: TemporaryCleanup) throws -> Int
+
     /// Bytes available to unprivileged users, and the filesystem's size.
     func spaceInfo() throws -> (available: Int64, total: Int64)
 
@@ -120,6 +128,7 @@ extension FileSystem {
     public func revalidateRoot() throws {}
     /// A simulated tree has no folder renamed under a copy in flight.
     public func removeLeftoverCopies() throws -> Int { 0 }
+    public func removeTemporaryFilesEverywhere(_ cleanup: TemporaryCleanup) throws -> Int { 0 }
     /// No program writes to a simulated tree behind the engine's back.
     public func isOpenForWriting(_ path: RelativePath) -> Bool { false }
     public func isOpenElsewhere(_ path: RelativePath) -> Bool? { nil }

@@ -15,7 +15,7 @@ struct Pair {
 
     init(settings: (inout EngineSettings) -> Void = { _ in }, cloudCapacity: Int64 = 1 << 40) {
         local = MemoryFileSystem(time: clock.timeSource, device: 1)
-        cloud = MemoryFileSystem(time: clock.timeSource, capacity: cloudCapacity, temporaryDirectory: RootMarkers.temporary, device: 2)
+        cloud = MemoryFileSystem(time: clock.timeSource, capacity: cloudCapacity, temporaryDirectory: RootMarkers.temporary(for: "laptop"), device: 2)
         var s = EngineSettings(deviceName: "laptop")
         settings(&s)
         engine = SyncEngine(local: local, cloud: cloud, store: store, records: [:], clock: clock, settings: s,

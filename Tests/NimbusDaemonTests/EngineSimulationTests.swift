@@ -43,7 +43,7 @@ struct SimulationRun {
         names = ["a", "b", "c.txt", "d"] + (onDemand && style.hasNameOfItsOwn ? ["a.nimbus"] : [])
         random = SeededRandom(seed: seed)
         localDisk = MemoryFileSystem(time: clock.timeSource, device: 1)
-        cloudDisk = MemoryFileSystem(time: clock.timeSource, temporaryDirectory: RootMarkers.temporary, device: 2)
+        cloudDisk = MemoryFileSystem(time: clock.timeSource, temporaryDirectory: RootMarkers.temporary(for: "sim"), device: 2)
         local = FaultyFileSystem(localDisk)
         cloud = FaultyFileSystem(cloudDisk)
         marker = style == .realName ? FakePlaceholderMarker(local: localDisk, cloud: cloudDisk) : nil

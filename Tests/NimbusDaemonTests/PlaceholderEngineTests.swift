@@ -164,7 +164,7 @@ import NimbusSystem
     @Test func anAutomaticDownloadKeepsMinFreeSpace() throws {
         let clock = ManualClock()
         let local = MemoryFileSystem(time: clock.timeSource, capacity: 100 << 20, device: 1)
-        let cloud = MemoryFileSystem(time: clock.timeSource, temporaryDirectory: RootMarkers.temporary, device: 2)
+        let cloud = MemoryFileSystem(time: clock.timeSource, temporaryDirectory: RootMarkers.temporary(for: "laptop"), device: 2)
         var settings = EngineSettings(deviceName: "laptop")
         settings.onDemand = true
         settings.minFreeSpace = 90 << 20

@@ -1,0 +1,80 @@
+import NimbusCore
+import NimbusSystem
+
+// Leftover temporary files (DESIGN §3, issue 12 item 4). A crash, a failed copy or a folder
+// renamed during a download leaves a `.nimbus-tmp-` file behind. They are removed at start,
+// and by the running daemon every few minutes, between passes (none of its own copies is in
+// flight then). In the cloud, each device keeps its temporaries in a folder of its own,
+// `.nimbus/tmp/<device>/`: a device removes its own at will, and another device's only when
+// that device's folder has not changed for hours (its daemon is gone), never a copy that
+// another machine is making right now.
+
+extension SyncEngine {
+    /// How often the running daemon sweeps leftover temporaries.
+    static var temporarySweepInterval: Int64 { 5 * 60 * 1_000_000_000 }
+    /// The running daemon's sweep leaves temporaries younger than this, and those a program
+    /// has open (an application's coordinated write is not even looked at: only the exact
+    /// name of a copy's temporary is).
+    static var temporarySafeAge: Int64 { 10 * 60 * 1_000_000_000 }
+    /// Another device's cloud temporaries are removed once its folder of them has not changed
+    /// for this long: a copy in flight renames or creates a file there at least this often.
+    static var otherDevicesStaleAge: Int64 { 6 * 3_600 * 1_000_000_000 }
+
+    /// Where this device's temporaries go in the cloud folder.
+    var cloudTemporaryDirectory: RelativePath { RootMarkers.temporary(for: settings.deviceName) }
+
+    /// At start: every temporary of the local folder and of this device's cloud folder of
+    /// temporaries (nothing of this daemon is in flight yet); other devices' when stale.
+    func removeTemporariesAtStart() {
+        state.withLock { $0.nextTemporarySweep = clock.monotonicNow + Self.temporarySweepInterval }
+        reportSweep(.local, "left by an interrupted copy") { try local.removeTemporaryFiles() }
+        reportSweep(.cloud, "left by an interrupted copy") {
+            try cloud.removeTemporaryFiles(in: cloudTemporaryDirectory, .all) + removeStaleTemporariesOfOtherDevices()
+        }
+    }
+
+    /// Every `temporarySweepInterval`, between passes: this daemon's copy temporaries that are
+    /// older than `temporarySafeAge` and not open, anywhere in the local folder and in its
+    /// cloud folder of temporaries; other devices' stale ones.
+    func sweepTemporariesIfDue() {
+        let now = clock.monotonicNow
+        let due = state.withLock { s -> Bool in
+            guard now >= s.nextTemporarySweep else { return false }
+            s.nextTemporarySweep = now + Self.temporarySweepInterval
+            return true
+        }
+        guard due else { return }
+        let cleanup = TemporaryCleanup(copiesOnly: true, changedBefore: clock.wallNow - Self.temporarySafeAge,
+                                       skipsOpenFiles: true)
+        reportSweep(.local, "of interrupted copies") { try local.removeTemporaryFilesEverywhere(cleanup) }
+        reportSweep(.cloud, "of interrupted copies") {
+            try cloud.removeTemporaryFiles(in: cloudTemporaryDirectory, cleanup) + removeStaleTemporariesOfOtherDevices()
+        }
+    }
+
+    /// The temporaries in other devices' folders of `.nimbus/tmp` that have not changed for
+    /// `otherDevicesStaleAge`, and those directly in `.nimbus/tmp` (a Nimbus from before the
+    /// folders per device) once it has not changed for as long.
+    func removeStaleTemporariesOfOtherDevices() throws -> Int {
+        let root = RootMarkers.temporary
+        guard let folder = try cloud.metadata(of: root), folder.kind == .directory else { return 0 }
+        let staleBefore = clock.wallNow - Self.otherDevicesStaleAge
+        let cleanup = TemporaryCleanup(copiesOnly: false, changedBefore: nil, skipsOpenFiles: false)
+        var removed = folder.mtime < staleBefore ? try cloud.removeTemporaryFiles(in: root, cleanup) : 0
+        let own = cloudTemporaryDirectory
+        for (path, metadata) in try cloud.scan(root, descend: { _ in false }).entries
+        where metadata.kind == .directory && path.parent == root && path != own && metadata.mtime < staleBefore {
+            removed += try cloud.removeTemporaryFiles(in: path, cleanup)
+        }
+        return removed
+    }
+
+    private func reportSweep(_ side: Side, _ what: String, _ body: () throws -> Int) {
+        do {
+            let removed = try body()
+            if removed > 0 { log.notice("removed \(removed) temporary file(s) \(what) in the \(side) folder") }
+        } catch {
+            log.warning("could not clean temporary files in the \(side) folder: \(error)")
+        }
+    }
+}

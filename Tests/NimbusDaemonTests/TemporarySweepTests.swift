@@ -1,0 +1,117 @@
+import Foundation
+import Glibc
+import Testing
+import NimbusCore
+import NimbusSimulation
+import NimbusSystem
+@testable import NimbusDaemon
+
+/// An engine over two real folders (file ages are real ctimes), its clock started at the real
+/// time and moved by the test: leftover temporary files (issue 12 item 4).
+final class DiskPair {
+    let root: String
+    let local: DiskFileSystem
+    let cloud: DiskFileSystem
+    let clock: ManualClock
+    let engine: SyncEngine<DiskFileSystem>
+
+    init(device: String = "laptop") throws {
+        var template = Array("/tmp/nimbus-sweep-XXXXXX".utf8CString)
+        guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else { throw SyncTestFailure("mkdtemp failed: errno \(errno)") }
+        root = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        for folder in ["local", "cloud"] {
+            try FileManager.default.createDirectory(atPath: "\(root)/\(folder)", withIntermediateDirectories: true)
+        }
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        clock = ManualClock(start: Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec))
+        local = DiskFileSystem(root: SystemPath("\(root)/local"), protectsOpenWriters: true)
+        cloud = DiskFileSystem(root: SystemPath("\(root)/cloud"), temporaryDirectory: RootMarkers.temporary(for: device))
+        engine = SyncEngine(local: local, cloud: cloud, store: MemoryRecordStore(), records: [:], clock: clock,
+                            settings: EngineSettings(deviceName: device), log: .silent, rootNames: ("L", "C"))
+    }
+
+    deinit { _ = try? FileManager.default.removeItem(atPath: root) }
+
+    /// Writes `relative` (below the pair's scratch folder), making its folders.
+    func plant(_ relative: String, _ text: String = "leftover") throws {
+        let path = "\(root)/\(relative)"
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
+                                                withIntermediateDirectories: true)
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+    }
+
+    func exists(_ relative: String) -> Bool { access("\(root)/\(relative)", F_OK) == 0 }
+}
+
+struct SyncTestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+@Suite struct TemporarySweepTests {
+    static let minute: Int64 = 60_000_000_000
+
+    /// Before, a running daemon removed leftover temporaries only after one of its own local
+    /// copies failed: one left by anything else stayed until the next start.
+    @Test func theRunningDaemonSweepsOldCopyTemporariesButNoOpenOneAndNoApplications() throws {
+        let pair = try DiskPair()
+        pair.engine.start()
+        let copy = "local/d/.nimbus-tmp-0123456789abcdef"
+        let open = "local/.nimbus-tmp-fedcba9876543210"
+        let application = "local/.nimbus-tmp-write-report"
+        let cloudCopy = "cloud/.nimbus/tmp/laptop/.nimbus-tmp-00000000000000aa"
+        for path in [copy, open, application, cloudCopy] { try pair.plant(path) }
+        let writer = Glibc.open("\(pair.root)/\(open)", O_WRONLY | O_APPEND)
+        #expect(writer >= 0)
+        defer { close(writer) }
+
+        pair.clock.advance(by: Self.minute)
+        pair.engine.sync(nil)
+        #expect(pair.exists(copy) && pair.exists(cloudCopy), "not due yet, and too young anyway")
+
+        pair.clock.advance(by: 15 * Self.minute)
+        pair.engine.sync(nil)
+        #expect(!pair.exists(copy), "an old copy temporary in the local folder is swept")
+        #expect(!pair.exists(cloudCopy), "an old temporary of this device's in the cloud is swept")
+        #expect(pair.exists(open), "a temporary some program has open is left alone")
+        #expect(pair.exists(application), "an application's coordinated write is not a copy's temporary")
+        #expect(pair.exists("local/d"))
+    }
+
+    /// A temporary written moments ago may be a copy in flight elsewhere (a hydration): the
+    /// sweep leaves it until it is old.
+    @Test func aYoungTemporaryIsLeftUntilItIsOld() throws {
+        let pair = try DiskPair()
+        pair.engine.start()
+        pair.clock.advance(by: 6 * Self.minute)
+        let copy = "local/.nimbus-tmp-0123456789abcdef"
+        try pair.plant(copy)
+        pair.engine.sync(nil)
+        #expect(pair.exists(copy))
+        pair.clock.advance(by: 11 * Self.minute)
+        pair.engine.sync(nil)
+        #expect(!pair.exists(copy))
+    }
+
+    /// Before, every device's start removed every temporary in the shared `.nimbus/tmp`,
+    /// including the upload another machine was making at that moment.
+    @Test func aStartRemovesItsOwnCloudTemporariesAndOthersOnlyWhenStale() throws {
+        let pair = try DiskPair(device: "laptop")
+        let own = "cloud/.nimbus/tmp/laptop/.nimbus-tmp-0000000000000001"
+        let inFlight = "cloud/.nimbus/tmp/phone/.nimbus-tmp-0000000000000002"
+        let abandoned = "cloud/.nimbus/tmp/tablet/.nimbus-tmp-0000000000000003"
+        let older = "cloud/.nimbus/tmp/.nimbus-tmp-0000000000000004"
+        for path in [own, inFlight, abandoned, older] { try pair.plant(path) }
+        // The tablet's daemon is long gone: its folder has not changed for 7 hours.
+        try pair.cloud.setAttributes(RelativePath(validating: ".nimbus/tmp/tablet"), mode: nil,
+                                     mtime: pair.clock.now - 7 * 60 * Self.minute)
+
+        pair.engine.start()
+        #expect(!pair.exists(own), "this device's own leftovers go at its start")
+        #expect(pair.exists(inFlight), "another device's copy in flight stays")
+        #expect(!pair.exists(abandoned), "a device's leftovers go once its folder is stale")
+        #expect(pair.exists(older), "the shared folder changed just now: a device without a folder of its own may be copying")
+        if case .halted(let why) = pair.engine.status.phase { Issue.record("the pair halted: \(why)") }
+    }
+}
