@@ -134,6 +134,7 @@ extension SyncEngine {
 
     func copy(_ path: RelativePath, to side: Side, source: FileMetadata, replacing: FileMetadata?,
               batch: inout [PendingInstall]?) throws {
+        if side == .local && replacing != nil { try ensureOwnUploadWasKept(path) }
         let destination = system(side)
         setTransient(path, side == .cloud ? .uploading(progress: 0) : .downloading(progress: 0))
         let size = max(source.size, 1)
@@ -189,6 +190,7 @@ extension SyncEngine {
             $0.isPlaceholder = false  // Real content on both sides now.
         }
         if pending.side == .cloud { markState(.downloaded, of: pending.path) }
+        noteInstalled(pending.path, on: pending.side, hash: hash)
         if displaced != nil, let replaced = pending.replacing { noteVersionKept(size: replaced.size) }
         state.withLock {
             $0.status.filesCopied += 1

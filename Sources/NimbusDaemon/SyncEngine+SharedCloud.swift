@@ -65,4 +65,60 @@ extension SyncEngine {
             log.error("conflict on \(path): another device's version is kept at \(keptAt) in the cloud folder (moving it to \(copy) failed: \(error))")
         }
     }
+
+    /// How long an upload is remembered for `ensureOwnUploadWasKept`: another device's create
+    /// that raced it lands within moments, and this device sees it at its next poll.
+    static var uploadMemory: Int64 { 10 * 60 * 1_000_000_000 }
+
+    /// Remembers an upload to a content-checked cloud (forgets the path after a download).
+    func noteInstalled(_ path: RelativePath, on side: Side, hash: ContentHash?) {
+        let now = clock.wallNow
+        state.withLock { s in
+            guard side == .cloud, let hash, s.status.cloudWriteProtocol.verifiesContent else {
+                s.recentUploads[path] = nil
+                return
+            }
+            s.recentUploads[path] = (hash, now)
+            if s.recentUploads.count > 1_000 {
+                s.recentUploads = s.recentUploads.filter { now - $0.value.at < Self.uploadMemory }
+            }
+        }
+    }
+
+    /// Before a download replaces `path` here: if the version it replaces is one this device
+    /// uploaded moments ago, that version must have been kept by whoever replaced it (every
+    /// Nimbus moves a cloud file to the versions store before replacing it). Where creating a
+    /// name cannot be made exclusive on the server (an rclone mount: WebDAV has no exclusive
+    /// create, and rclone checks `O_EXCL` against its own view of the folder), another device
+    /// that created the same name at the same moment may have replaced it blindly: then this
+    /// device's version, still in the local folder, is kept as a conflict rather than
+    /// overwritten (`ChangedSincePlanned`: the path is planned again, both sides now changed).
+    func ensureOwnUploadWasKept(_ path: RelativePath) throws {
+        let now = clock.wallNow
+        let (upload, base) = state.withLock { s in (s.recentUploads[path], s.index[path]?.base) }
+        guard let upload, now - upload.at < Self.uploadMemory, let base, base.kind == .file, base.hash == upload.hash else {
+            return
+        }
+        // Still there (only the attributes the client shows changed, as an rclone mount's do
+        // after an upload), or kept by whoever replaced it: nothing is lost.
+        var kept = (try? cloud.contentHash(of: path)) == upload.hash
+        if !kept {
+            let versions = try VersionStore(device: settings.deviceName).versions(of: path, in: cloud)
+            kept = versions.contains { version in
+                version.metadata.size == upload.hash.size && (try? cloud.contentHash(of: version.location)) == upload.hash
+            }
+        }
+        if kept {
+            state.withLock { _ = $0.recentUploads.removeValue(forKey: path) }
+            return
+        }
+        updateRecord(path) { record in
+            record.base.local.mtime = BaseEntry.replacedElsewhereMtime
+            record.base.hash = nil
+            record.base.isAmbiguous = false
+        }
+        state.withLock { _ = $0.recentUploads.removeValue(forKey: path) }
+        log.notice("conflict on \(path): the version this device uploaded was replaced in the cloud folder without being kept (another device created the same name at the same moment, which this filesystem cannot refuse); this device's version is kept as a conflict")
+        throw ChangedSincePlanned(path: path, side: .cloud)
+    }
 }

@@ -46,6 +46,8 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
         var recentDeletions: [Side: [Int64]] = [.local: [], .cloud: []]
         /// When the running daemon next sweeps leftover temporaries (monotonic ns).
         var nextTemporarySweep: Int64 = 0
+        /// This device's recent uploads to a content-checked cloud: the hash and when (wall ns).
+        var recentUploads: [RelativePath: (hash: ContentHash, at: Int64)] = [:]
     }
 
     public init(local: FS, cloud: FS, store: any RecordStore, records: [RelativePath: PathRecord],

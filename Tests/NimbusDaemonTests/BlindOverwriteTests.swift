@@ -1,0 +1,54 @@
+import Testing
+import NimbusCore
+import NimbusSimulation
+import NimbusSystem
+@testable import NimbusDaemon
+
+/// A cloud whose creates cannot be exclusive on the server (an rclone mount of WebDAV): two
+/// devices create the same name at the same moment and the later upload replaces the earlier
+/// one without keeping it. Seen in the three-device test on rclone ("round 1 by B" nowhere).
+@Suite struct BlindOverwriteTests {
+    /// A pair whose cloud is written as a shared network cloud (content verified).
+    func sharedPair() -> Pair {
+        let pair = Pair()
+        pair.engine.start()
+        pair.engine.state.withLock {
+            $0.status.cloudWriteProtocol = WriteProtocol(replace: .moveAside, create: .exclusiveOpen, verifiesContent: true)
+        }
+        return pair
+    }
+
+    /// Before, the device whose upload was replaced downloaded the other version over its own:
+    /// its version was then in no tree and not in the versions store.
+    @Test func anUploadReplacedWithoutBeingKeptStaysAsAConflict() throws {
+        let pair = sharedPair()
+        try pair.local.write(rp("x.txt"), "mine\n")
+        pair.sync()
+        #expect(pair.content(pair.cloud, "x.txt") == "mine\n")
+
+        // Another device's create of the same name lands on top, nothing moved aside.
+        try pair.cloud.write(rp("x.txt"), "theirs\n")
+        pair.sync()
+        #expect(pair.content(pair.cloud, "x.txt") == "theirs\n")
+        #expect(pair.content(pair.local, "x.txt") == "theirs\n")
+        let copies = pair.cloud.snapshot().keys.filter { displayString($0.name).hasPrefix("x (conflict from laptop ") }
+        #expect(copies.count == 1, "\(pair.cloud.snapshot().keys.map { "\($0)" })")
+        #expect(copies.first.map { pair.content(pair.cloud, "\($0)") } == "mine\n")
+        #expect(copies.first.map { pair.content(pair.local, "\($0)") } == "mine\n")
+    }
+
+    /// Another device that replaced the upload the Nimbus way (it moved it into the versions
+    /// store first) built on it or kept it: a plain download, no conflict.
+    @Test func anUploadKeptInTheVersionsStoreIsReplacedWithoutAConflict() throws {
+        let pair = sharedPair()
+        try pair.local.write(rp("y.txt"), "v1\n")
+        pair.sync()
+        let kept = VersionStore(device: "phone").location(for: rp("y.txt"), at: pair.clock.now)
+        try pair.engine.makeDirectories(kept.parent, in: pair.cloud)
+        try pair.cloud.rename(rp("y.txt"), to: kept, replacing: false)
+        try pair.cloud.write(rp("y.txt"), "v1\nv2\n")
+        pair.sync()
+        #expect(pair.content(pair.local, "y.txt") == "v1\nv2\n")
+        #expect(!pair.cloud.snapshot().keys.contains { displayString($0.name).contains("(conflict from") })
+    }
+}
