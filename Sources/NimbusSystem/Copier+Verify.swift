@@ -88,7 +88,9 @@ extension FileDescriptor {
         do {
             try rename(from, to: to, in: directory, mode: .replace)
         } catch {
-            try? directory.removeFile(to)
+            // Only an empty file can still be the claim: where the claim is not exclusive on
+            // the server (rclone), another device's file may have replaced it meanwhile.
+            if let left = try? directory.metadata(of: to), left.kind == .file, left.size == 0 { try? directory.removeFile(to) }
             throw error
         }
     }
