@@ -40,7 +40,10 @@ enum RootMarkers {
                 // with an empty journal: a network client that briefly does not see the marker
                 // (a stale directory cache) would replace the shared one, and every other
                 // device would then refuse the cloud folder as another one.
-                guard firstPairing && pairedWith == nil else {
+                if let pairedWith {
+                    return .missing("The local folder \(localRoot) is paired with another cloud folder (id \(pairedWith)), and \(cloudRoot) has no Nimbus marker (.nimbus/root): it may be unmounted, or not that folder. Nothing is synced; mount the right cloud folder, or delete \(localRoot)/.nimbus-root to pair it with this one.")
+                }
+                guard firstPairing else {
                     return .missing("The cloud folder \(cloudRoot) has no Nimbus marker (.nimbus/root): it may be unmounted or was replaced. Nothing is synced until it is back; mount it again, or remove the pair's journal to pair afresh.")
                 }
                 let id = UUID().uuidString.lowercased()
