@@ -65,7 +65,7 @@ final class DesktopSession {
     /// Starts Xvfb and waits until it says which display it took.
     func startDisplay(size: String = "890x550") async throws {
         let file = root + "/display"
-        try start("xvfb", "exec setsid Xvfb -displayfd 3 -screen 0 \(size)x24 -nolisten tcp 3>\(q(file))")
+        try start("xvfb", "exec setsid Xvfb -displayfd 3 -screen 0 \(size)x24 -nolisten tcp -noreset 3>\(q(file))")
         try await CtlHarness.eventually("Xvfb to report its display", timeout: .seconds(20)) {
             let text = ((try? String(contentsOfFile: file, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
             if Int(text) != nil { display = ":" + text; return nil }

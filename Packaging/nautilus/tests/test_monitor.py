@@ -9,7 +9,7 @@ import tempfile
 import unittest
 
 from nimbus_shell import rpc
-from nimbus_shell.actions import actions_for
+from nimbus_shell.actions import actions_for, restore_request, version_rows
 from nimbus_shell.loop import SelectorLoop
 from nimbus_shell.model import EMBLEMS
 from nimbus_shell.monitor import Monitor
@@ -212,6 +212,10 @@ class ActionTests(MonitorTestCase):
         self.assertEqual(offered["Versions"].kind, "versions")
         [(_, result)] = self.send(offered["Versions"].requests)
         self.assertEqual([v["id"] for v in result["versions"]], ["v2", "v1"])
+        self.assertEqual(version_rows(result), [("v2", "2026-01-02 10:00:00 UTC   1.5 KB"),
+                                                ("v1", "2026-01-01 09:00:00 UTC   3 bytes")])
+        self.send([restore_request(server.socket_path, "doc", "v1")])
+        self.assertEqual(server.methods("restore"), [("restore", {"path": "doc", "version": "v1"})])
         self.changed.clear()
         self.send(offered["Pin"].requests)
         self.assertIn(root + "/doc", self.changed, "the pin is shown at once")
