@@ -4,8 +4,8 @@ extension, under Xvfb (issue 14). A measurement, not a test: run it on a quiet m
     python3 Packaging/nautilus/bench/first_paint.py --nimbusd .build/release/nimbusd [--files 10000] [--runs 7]
 
 It syncs a folder Big holding N small files with a real nimbusd, then starts Nautilus on it
-again and again, alternating without and with the extension (same Xvfb, a private session bus
-each time). A run's time is from starting Nautilus to the first screen (polled with xwd, about
+again and again, alternating without the extension, with it, and with it but no daemon
+running (same Xvfb, a private session bus each time). A run's time is from starting Nautilus to the first screen (polled with xwd, about
 every 20-40 ms) whose first file label is drawn as in the settled window; with the extension
 the trace also gives when the first emblem was set. Prints each run and the medians.
 """
@@ -71,14 +71,15 @@ def drawn(frame):
     return len({frame[i:i + 4] for i in range(0, len(frame), 4)}) > 8
 
 
-def run_nautilus(work, display, folder, with_extension):
+def run_nautilus(work, display, folder, with_extension, daemon=True):
     wait_for("the previous window to go", lambda: not drawn(grab(display)), timeout=30)
     share = os.path.join(work, "share")
     trace = os.path.join(work, "trace.log")
     if os.path.exists(trace):
         os.unlink(trace)
     env = {
-        "PATH": "/usr/bin:/bin", "HOME": os.path.join(work, "home"), "XDG_RUNTIME_DIR": os.path.join(work, "runtime"),
+        "PATH": "/usr/bin:/bin", "HOME": os.path.join(work, "home"),
+        "XDG_RUNTIME_DIR": os.path.join(work, "runtime" if daemon else "runtime-without-daemon"),
         "XDG_DATA_DIRS": (share + ":" if with_extension else "") + "/usr/share", "DISPLAY": display,
         "XDG_CONFIG_HOME": os.path.join(work, "home/.config"), "XDG_CACHE_HOME": os.path.join(work, "home/.cache"),
         "GSK_RENDERER": "cairo", "NO_AT_BRIDGE": "1", "GTK_A11Y": "none", "GIO_USE_VFS": "local",
@@ -125,7 +126,7 @@ def main():
     work = tempfile.mkdtemp(prefix="nimbus-first-paint-", dir="/var/tmp")
     processes = []
     try:
-        for folder in ("local/Big", "cloud/Big", "home", "runtime/nimbus", "share/nautilus-python/extensions",
+        for folder in ("local/Big", "cloud/Big", "home", "runtime/nimbus", "runtime-without-daemon", "share/nautilus-python/extensions",
                        "share/icons/hicolor/scalable/emblems", "state"):
             os.makedirs(os.path.join(work, folder))
         os.chmod(os.path.join(work, "runtime"), 0o700)
@@ -151,9 +152,8 @@ def main():
 
         def synced():
             try:
-                result = rpc(sock, "list", {"path": "Big"}).get("result", {})
-                entries = result.get("entries", [])
-                return len(entries) >= min(arguments.files, 10000) and all(e["state"] == "downloaded" for e in entries)
+                status = rpc(sock, "status").get("result", {})
+                return status.get("tracked", 0) > arguments.files and status.get("phase") == "idle"
             except OSError:
                 return False
 
@@ -174,23 +174,25 @@ def main():
         wait_for("Xvfb to accept clients", lambda: subprocess.run(["xdpyinfo", "-display", display],
                                                                    capture_output=True).returncode == 0, timeout=30)
 
-        results = {False: [], True: []}
+        configurations = [("without extension", False, True), ("with extension", True, True),
+                          ("extension, no daemon", True, False)]
+        results = {name: [] for name, _, _ in configurations}
         big = os.path.join(work, "local/Big")
         run_nautilus(work, display, big, True)  # warm-up (page cache, font cache), not counted
         for run in range(arguments.runs):
-            for with_extension in (False, True):
-                first, emblem, changed = run_nautilus(work, display, big, with_extension)
-                results[with_extension].append((first, emblem))
-                print("run %d %-17s first paint %.3f s%s%s" % (
-                    run + 1, "with extension" if with_extension else "without extension", first,
-                    "" if emblem is None else ", first emblem set %.3f s" % emblem,
+            for name, with_extension, daemon in configurations:
+                first, emblem, changed = run_nautilus(work, display, big, with_extension, daemon)
+                results[name].append((first, emblem))
+                print("run %d %-20s first paint %.3f s%s%s" % (
+                    run + 1, name, first, "" if emblem is None else ", first emblem set %.3f s" % emblem,
                     "" if changed else " (screen never changed: check the label region)"), flush=True)
-        without = statistics.median(t for t, _ in results[False])
-        with_ = statistics.median(t for t, _ in results[True])
-        emblems = [e for _, e in results[True] if e is not None]
-        print("%d files, %d runs each: median first paint without the extension %.3f s, with it %.3f s (ratio %.2f)%s" % (
-            arguments.files, arguments.runs, without, with_, with_ / without,
-            "; median first emblem set %.3f s" % statistics.median(emblems) if emblems else ""))
+        base = statistics.median(t for t, _ in results["without extension"])
+        print("%d files, %d runs each, median time to first paint:" % (arguments.files, arguments.runs))
+        for name, _, _ in configurations:
+            median = statistics.median(t for t, _ in results[name])
+            emblems = [e for _, e in results[name] if e is not None]
+            print("  %-20s %.3f s (ratio %.2f)%s" % (name, median, median / base,
+                  "; first emblem set %.3f s" % statistics.median(emblems) if emblems else ""))
     finally:
         for process in reversed(processes):
             os.killpg(process.pid, signal.SIGTERM)
