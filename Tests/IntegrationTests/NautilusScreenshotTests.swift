@@ -53,7 +53,7 @@ struct NautilusScreenshotTests {
         try await d.ctlJSON(["resume"])
         // An error: opening a placeholder is an automatic download, which keeps min-free-space
         // free; no disk has 1000 TiB, so it is refused and the file is in state error.
-        d.config = ["cache": ["min-free-space": "1000T"]]
+        d.config["cache", default: [:]]["min-free-space"] = "1000T"
         try d.writeConfig()
         let connection = try await NimbusConnection.connect(to: .socket(d.socketPath))
         _ = try await connection.callRaw("reload", [String: String]())
