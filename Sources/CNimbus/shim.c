@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "CNimbus.h"
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -85,14 +86,20 @@ int cnimbus_probe_write_lease(int fd) {
     return (errno == EAGAIN || errno == EBUSY) ? 0 : -1;
 }
 
-int cnimbus_spawnp(pid_t *pid, const char *file, char *const argv[], char *const envp[]) {
+int cnimbus_spawnp_passing(pid_t *pid, const char *file, char *const argv[], char *const envp[], int passed) {
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attributes;
     sigset_t all, none;
     sigfillset(&all);
     sigemptyset(&none);
     posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+    if (passed >= 0) {
+        /* dup2 onto itself clears close-on-exec (POSIX 2024, glibc 2.29). */
+        posix_spawn_file_actions_adddup2(&actions, passed, 3);
+        posix_spawn_file_actions_addclosefrom_np(&actions, 4);
+    } else {
+        posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+    }
     posix_spawnattr_init(&attributes);
     posix_spawnattr_setsigdefault(&attributes, &all);
     posix_spawnattr_setsigmask(&attributes, &none);
@@ -101,6 +108,54 @@ int cnimbus_spawnp(pid_t *pid, const char *file, char *const argv[], char *const
     posix_spawnattr_destroy(&attributes);
     posix_spawn_file_actions_destroy(&actions);
     return result;
+}
+
+int cnimbus_spawnp(pid_t *pid, const char *file, char *const argv[], char *const envp[]) {
+    return cnimbus_spawnp_passing(pid, file, argv, envp, -1);
+}
+
+#include <sys/un.h>
+#include <string.h>
+
+ssize_t cnimbus_send_with_descriptor(int socket_fd, const void *bytes, size_t count, int fd, const char *path) {
+    struct sockaddr_un address = { .sun_family = AF_UNIX };
+    size_t length = strlen(path);
+    if (length == 0 || length >= sizeof(address.sun_path)) { errno = EINVAL; return -1; }
+    memcpy(address.sun_path, path, length);
+    if (path[0] == '@') address.sun_path[0] = 0;
+    struct iovec vector = { .iov_base = (void *)bytes, .iov_len = count };
+    union { struct cmsghdr header; char space[CMSG_SPACE(sizeof(int))]; } control;
+    memset(&control, 0, sizeof(control));
+    struct msghdr message = {
+        .msg_name = &address, .msg_namelen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + length),
+        .msg_iov = &vector, .msg_iovlen = 1, .msg_control = control.space, .msg_controllen = sizeof(control.space),
+    };
+    struct cmsghdr *header = CMSG_FIRSTHDR(&message);
+    header->cmsg_level = SOL_SOCKET;
+    header->cmsg_type = SCM_RIGHTS;
+    header->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(header), &fd, sizeof(int));
+    return sendmsg(socket_fd, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+ssize_t cnimbus_receive_with_descriptor(int socket_fd, void *bytes, size_t count, int *fd) {
+    struct iovec vector = { .iov_base = bytes, .iov_len = count };
+    union { struct cmsghdr header; char space[CMSG_SPACE(sizeof(int) * 8)]; } control;
+    struct msghdr message = { .msg_iov = &vector, .msg_iovlen = 1, .msg_control = control.space,
+                              .msg_controllen = sizeof(control.space) };
+    *fd = -1;
+    ssize_t received = recvmsg(socket_fd, &message, MSG_CMSG_CLOEXEC);
+    if (received < 0) return -1;
+    for (struct cmsghdr *header = CMSG_FIRSTHDR(&message); header; header = CMSG_NXTHDR(&message, header)) {
+        if (header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_RIGHTS) continue;
+        int descriptors = (int)((header->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+        for (int i = 0; i < descriptors; i++) {
+            int received_fd;
+            memcpy(&received_fd, CMSG_DATA(header) + i * sizeof(int), sizeof(int));
+            if (*fd < 0) *fd = received_fd; else close(received_fd);
+        }
+    }
+    return received;
 }
 
 #include <sys/fanotify.h>

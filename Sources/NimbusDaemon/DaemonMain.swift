@@ -10,7 +10,7 @@ public enum DaemonMain {
     public static func run(arguments: [String], environment: [String: String]) -> Int32 {
         // Before the configuration, the journal or any file is read, and before any thread
         // starts: the one privileged call, then no capability at all (DESIGN §5).
-        let privilege = DaemonPrivilege.acquire()
+        let privilege = DaemonPrivilege.acquire(environment: environment)
         let launch: DaemonLaunch
         do {
             launch = try DaemonArguments.resolve(
@@ -144,10 +144,17 @@ public enum DaemonMain {
                 notifier.ready(status: runtime.statusLine())
             }
         }
+        if let group {
+            // systemd keeps the group across a crash (FileDescriptorStoreMax=), so that its marks
+            // hold and readers wait for the next daemon instead of reading zeros (DESIGN §5).
+            notifier.storeDescriptor(group.descriptor, name: SystemdDescriptors.fanotifyGroupName)
+        }
         runtime.run {
             notifier.ready(status: runtime.statusLine())
             log.info("ready: \(runtime.statusLine())")
         }
+        // Stopped cleanly: the placeholders are guarded, and the next daemon makes a group of its own.
+        if group != nil { notifier.removeStoredDescriptor(name: SystemdDescriptors.fanotifyGroupName) }
         server.stop()
         withExtendedLifetime(sources) {}
         log.notice("stopped")
@@ -158,7 +165,10 @@ public enum DaemonMain {
         if case .failure(let error) = privilege.dropped {
             log.warning("cannot drop capabilities (\(error)): real-name placeholders are off")
         }
-        if privilege.group != nil {
+        if let abandoned = privilege.tookOver {
+            log.notice("took over the fanotify group systemd kept across the last daemon's end (its marks held, so nobody read zeros)"
+                       + (abandoned > 0 ? "; \(abandoned) fetch(es) it left unanswered were refused with EIO" : ""))
+        } else if privilege.group != nil {
             log.info("privilege: CAP_SYS_ADMIN served fanotify_init only; every capability is dropped")
         } else if let reason = privilege.unavailableReason {
             log.info("no pre-content fanotify group: \(reason)")

@@ -15,13 +15,29 @@ public struct DaemonPrivilege: Sendable {
     public let unavailableReason: String?
     /// Whether capabilities were held at start and dropped (or none were held).
     public let dropped: Result<Void, SystemError>
+    /// When the group was the one systemd kept for this unit across the last daemon's end:
+    /// how many of that daemon's fetches were cut short and refused with EIO.
+    public var tookOver: Int? = nil
 
     /// Acquires the group and drops every capability. Must run while the process has one
     /// thread: capabilities belong to threads, and a thread started earlier would keep them.
-    public static func acquire() -> DaemonPrivilege {
+    public static func acquire(environment: [String: String]) -> DaemonPrivilege {
         var group: FanotifyGroup?
         var reason: String?
-        if (try? Capabilities.raise(Capabilities.systemAdministration)) == true {
+        var tookOver: Int?
+        if let kept = SystemdDescriptors.named(SystemdDescriptors.fanotifyGroupName, environment: environment) {
+            // The group of the daemon before this one, kept by systemd (FDSTORE=1): its marks
+            // held, and programs that opened a not-downloaded file since wait for us.
+            if let inherited = FanotifyGroup.takeOver(kept), (try? Capabilities.forbidTracing()) != nil {
+                group = inherited
+                tookOver = inherited.denyAbandonedEvents(below: ProcessSupport.openFileLimit)
+            } else {
+                try? kept.close()
+            }
+        }
+        if group != nil {
+            // Nothing to create: no capability needed.
+        } else if (try? Capabilities.raise(Capabilities.systemAdministration)) == true {
             do {
                 group = try FanotifyGroup()
             } catch {
@@ -53,7 +69,9 @@ public struct DaemonPrivilege: Sendable {
             try? group?.close()
             return DaemonPrivilege(group: nil, unavailableReason: "capabilities could not be dropped", dropped: dropped)
         }
-        return DaemonPrivilege(group: group, unavailableReason: reason, dropped: dropped)
+        var privilege = DaemonPrivilege(group: group, unavailableReason: group == nil ? reason : nil, dropped: dropped)
+        privilege.tookOver = tookOver
+        return privilege
     }
 
     /// Whether `directory` (the local root) accepts pre-content marks: nil when it does, else

@@ -79,6 +79,11 @@ public final class HydrationServer: Sendable {
     private let limiter: Mutex<RateLimiter>
     private let refusedLogged = Mutex<Set<String>>([])
     private let stormHandler = Mutex<(@Sendable (RelativePath, Int, String?) -> Void)?>(nil)
+    /// Opens of files not known as placeholders, held until the engine has marked and made
+    /// known every placeholder of its journal (`placeholdersKnown`); nil from then on. A group
+    /// kept across a crash brings such opens with it, and letting one through would hand its
+    /// program zeros.
+    private let heldUntilKnown = Mutex<[FanotifyEvent]?>([])
     private let stopping = Atomic<Bool>(false)
     private let stopped = DispatchSemaphore(value: 0)
     private let fillers = DispatchGroup()
@@ -164,6 +169,16 @@ public final class HydrationServer: Sendable {
         startFill(first.event.file, placeholder, identity: identity)
     }
 
+    /// Every placeholder the journal knows is marked and known: the opens held until now are
+    /// served (or let through, when their file is no placeholder at all).
+    public func placeholdersKnown() {
+        let held = heldUntilKnown.withLock { held -> [FanotifyEvent] in
+            defer { held = nil }
+            return held ?? []
+        }
+        for event in held { handle(event) }
+    }
+
     public func update(_ settings: Settings) {
         self.settings.withLock { $0 = settings }
         limiter.withLock { $0.limit = settings.rateLimit }
@@ -202,6 +217,15 @@ public final class HydrationServer: Sendable {
         guard let current = try? event.file.metadata() else { return answer(event, .deny(.ioError)) }
         let identity = FileIdentity(device: current.device, inode: current.inode)
         guard let placeholder = placeholders.withLock({ $0[identity] }) else {
+            // The daemon's own reads (the start-up check of a fill cut short) never wait for
+            // itself: they see what the file holds.
+            if event.pid == getpid() { return answer(event, .allow) }
+            let held = heldUntilKnown.withLock { held -> Bool in
+                guard held != nil else { return false }
+                held!.append(event)
+                return true
+            }
+            if held { return }
             // Not (or no longer) a placeholder: a mark left behind.
             try? group.unmark(file: event.file)
             return answer(event, .allow)

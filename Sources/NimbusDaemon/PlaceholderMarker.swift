@@ -39,8 +39,16 @@ public protocol PlaceholderMarker: Sendable {
     /// in `user.nimbus.mode` (and in the journal, which still has it).
     func guardReading(_ path: RelativePath) throws
 
+    /// At start, once every placeholder of the journal is marked and known (`adopt`): opens
+    /// of other files need no longer wait for that.
+    func placeholdersKnown()
+
     /// Forgets a file that is no longer a placeholder (downloaded, removed, replaced).
     func forget(_ local: FileMetadata)
+}
+
+extension PlaceholderMarker {
+    public func placeholdersKnown() {}
 }
 
 /// The real marker: the pair's fanotify group, and the hydration server that answers it.
@@ -54,6 +62,8 @@ public final class FanotifyPlaceholderMarker: PlaceholderMarker {
         self.group = group
         self.server = server
     }
+
+    public func placeholdersKnown() { server.placeholdersKnown() }
 
     public func prepare(_ path: RelativePath, cloud: FileMetadata, durable: Bool) throws -> PreparedCopy {
         let shape = RealNamePlaceholderFile.Shape(size: cloud.size, mtime: cloud.mtime, mode: cloud.mode)

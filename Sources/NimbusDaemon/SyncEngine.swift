@@ -113,6 +113,7 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
         removeTemporariesAtStart()
         // Before any pass: a pass in one style would misread placeholders of the other.
         if rootsAreReady() { preparePlaceholders() }
+        marker?.placeholdersKnown()
         sync(nil)
         pruneVersions()
     }

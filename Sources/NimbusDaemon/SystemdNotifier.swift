@@ -20,6 +20,17 @@ public final class SystemdNotifier: Sendable {
         try? socket.send(Array(fields.utf8), to: path)
     }
 
+    /// Hands systemd a duplicate of `descriptor` to keep for the next start of this unit
+    /// (`FDSTORE=1`; the unit needs `FileDescriptorStoreMax=`), which gets it back as `name`
+    /// in `LISTEN_FDS`/`LISTEN_FDNAMES`.
+    public func storeDescriptor(_ descriptor: FileDescriptor, name: String) {
+        guard let path, let socket else { return }
+        try? socket.send(Array("FDSTORE=1\nFDNAME=\(name)".utf8), passing: descriptor, to: path)
+    }
+
+    /// Asks systemd to close what it keeps as `name`.
+    public func removeStoredDescriptor(name: String) { notify("FDSTOREREMOVE=1\nFDNAME=\(name)") }
+
     public func ready(status: String) { notify("READY=1\nSTATUS=\(status)") }
     public func status(_ text: String) { notify("STATUS=\(text)") }
     public func watchdog() { notify("WATCHDOG=1") }

@@ -9,8 +9,10 @@ public enum ChildProcess {
     /// other descriptor: a connection to the daemon must end with this process), default
     /// signal actions, and `environment` (this process's own when nil). A name without a
     /// slash is looked up in PATH. Returns the child's pid. The corresponding C function is
-    /// `posix_spawnp`.
-    public static func spawn(_ executable: String, arguments: [String], environment: [String: String]? = nil) throws -> Int32 {
+    /// `posix_spawnp`. `passing` is given to the child as its descriptor 3 (the first of
+    /// sd_listen_fds(3)), the one descriptor above stderr it keeps.
+    public static func spawn(_ executable: String, arguments: [String], environment: [String: String]? = nil,
+                             passing passed: FileDescriptor? = nil) throws -> Int32 {
         let argv = ([executable] + arguments).map { strdup($0) }
         let envp = environment.map { $0.map { strdup("\($0.key)=\($0.value)") } }
         defer {
@@ -21,10 +23,10 @@ public enum ChildProcess {
         let result = (argv + [nil]).withUnsafeBufferPointer { argvBuffer in
             if let envp {
                 return (envp + [nil]).withUnsafeBufferPointer { envBuffer in
-                    cnimbus_spawnp(&pid, executable, argvBuffer.baseAddress!, envBuffer.baseAddress!)
+                    cnimbus_spawnp_passing(&pid, executable, argvBuffer.baseAddress!, envBuffer.baseAddress!, passed?.rawValue ?? -1)
                 }
             }
-            return cnimbus_spawnp(&pid, executable, argvBuffer.baseAddress!, environ)
+            return cnimbus_spawnp_passing(&pid, executable, argvBuffer.baseAddress!, environ, passed?.rawValue ?? -1)
         }
         guard result == 0 else { throw Errno(rawValue: result) }
         return pid

@@ -64,6 +64,15 @@ extension ProcessSupport {
         return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
     }
 
+    /// The soft limit of open descriptors (RLIMIT_NOFILE), at most 65 536: the highest
+    /// descriptor number this process, or one like it, can have been given.
+    /// The corresponding C function is `getrlimit`.
+    public static var openFileLimit: Int32 {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1024 }
+        return Int32(min(limit.rlim_cur, 65_536))
+    }
+
     /// Sleeps for `milliseconds` on this thread (a back-off after an unexpected failure, never
     /// a wait for an event). The corresponding C function is `nanosleep`.
     public static func pause(milliseconds: Int) {

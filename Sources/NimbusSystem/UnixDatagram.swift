@@ -1,3 +1,4 @@
+import CNimbus
 import Glibc
 
 /// A Unix datagram socket: the transport of systemd's notification protocol (sd_notify).
@@ -43,6 +44,27 @@ public struct UnixDatagramSocket: Sendable {
         var buffer = [UInt8](repeating: 0, count: 4096)
         let count = try buffer.withUnsafeMutableBytes { b in try retrying { Glibc.recv(descriptor.rawValue, b.baseAddress, b.count, 0) } }
         return Array(buffer[..<count])
+    }
+
+    /// Sends one datagram to `path` carrying a duplicate of `passed` (SCM_RIGHTS), as
+    /// systemd's `FDSTORE=1` wants. The C function is `sendmsg`.
+    public func send(_ bytes: [UInt8], passing passed: FileDescriptor, to path: String) throws {
+        _ = try bytes.withUnsafeBytes { buffer in
+            try retrying { cnimbus_send_with_descriptor(descriptor.rawValue, buffer.baseAddress, buffer.count, passed.rawValue, path) }
+        }
+    }
+
+    /// Waits up to `timeoutMilliseconds` for a datagram and the descriptor it carried, if any
+    /// (close-on-exec, the caller's to close); nil on timeout. The C function is `recvmsg`.
+    public func receiveWithDescriptor(timeoutMilliseconds: Int32) throws -> (bytes: [UInt8], descriptor: FileDescriptor?)? {
+        var poller = [pollfd(fd: descriptor.rawValue, events: Int16(POLLIN), revents: 0)]
+        if try retrying({ Glibc.poll(&poller, 1, timeoutMilliseconds) }) == 0 { return nil }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var received: Int32 = -1
+        let count = try buffer.withUnsafeMutableBytes { b in
+            try retrying { cnimbus_receive_with_descriptor(descriptor.rawValue, b.baseAddress, b.count, &received) }
+        }
+        return (Array(buffer[..<count]), received >= 0 ? FileDescriptor(rawValue: received) : nil)
     }
 
     public func close() { try? descriptor.close() }

@@ -27,6 +27,14 @@ int cnimbus_peercred(int fd, int32_t *pid, uint32_t *uid, uint32_t *gid);
 /// only (every other descriptor is closed in the child), default signal actions and an
 /// empty signal mask. Returns 0 or an errno value.
 int cnimbus_spawnp(pid_t *pid, const char *file, char *const argv[], char *const envp[]);
+/* posix_spawnp as above, with the descriptor `passed` given to the child as descriptor 3
+   (sd_listen_fds(3)'s first); every other descriptor above 2 is closed. */
+int cnimbus_spawnp_passing(pid_t *pid, const char *file, char *const argv[], char *const envp[], int passed);
+/* One datagram to the socket at `path` (a leading '@' means the abstract namespace) carrying
+   the descriptor `fd` (SCM_RIGHTS), never waiting: systemd's FDSTORE=1. */
+ssize_t cnimbus_send_with_descriptor(int socket_fd, const void *bytes, size_t count, int fd, const char *path);
+/* One datagram into `bytes`; `*fd` is the descriptor it carried (close-on-exec), or -1. */
+ssize_t cnimbus_receive_with_descriptor(int socket_fd, void *bytes, size_t count, int *fd);
 
 /// syncfs(2): flush one filesystem.
 int cnimbus_syncfs(int fd);
