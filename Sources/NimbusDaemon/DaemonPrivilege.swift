@@ -127,7 +127,9 @@ public struct PlaceholderStyleReport: Sendable, Hashable {
         }
         var missing: String?
         if let group = privilege.group {
-            if let root = try? FileDescriptor.open(SystemPath(localRoot), [.directory]) {
+            // A local folder a first pairing is about to create: it will be made in the nearest
+            // folder that exists, on that folder's filesystem, so the mark is tried there.
+            if let root = nearestExistingDirectory(localRoot) {
                 missing = DaemonPrivilege.probe(group, localRoot: root)
                 try? root.close()
             } else {
@@ -144,5 +146,15 @@ public struct PlaceholderStyleReport: Sendable, Hashable {
         var report = PlaceholderStyleReport(style: .suffix, reason: missing)
         if choice == .realName { report.unavailable = missing }
         return report
+    }
+
+    /// `path` opened as a directory, or the nearest of its parents that exists.
+    static func nearestExistingDirectory(_ path: String) -> FileDescriptor? {
+        var candidate = path
+        while true {
+            if let directory = try? FileDescriptor.open(SystemPath(candidate), [.directory]) { return directory }
+            guard let slash = candidate.lastIndex(of: "/"), candidate != "/" else { return nil }
+            candidate = slash == candidate.startIndex ? "/" : String(candidate[..<slash])
+        }
     }
 }
