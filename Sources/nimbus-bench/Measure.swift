@@ -105,6 +105,10 @@ enum Shell {
     @discardableResult
     static func sync() -> Double { run(syncPath, []).seconds }
 
+    /// `sync -f PATH`: flushes only the filesystem that holds `path` (syncfs), the durability
+    /// step a fair baseline adds to `cp -a`, since nimbusd makes every file durable.
+    static func sync(filesystemOf path: String) -> Double { run(syncPath, ["-f", path]).seconds }
+
     static let syncPath = which("sync") ?? "/bin/sync"
 
     /// rm -rf, untimed; never fails loudly (the caller checks what matters).
