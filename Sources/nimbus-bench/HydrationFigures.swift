@@ -130,52 +130,26 @@ struct HydrationFigures {
     func create() -> Figure {
         let files = options.quick ? 1_000 : 10_000
         let name = "placeholders.create.realname"
-        let runs = options.runs(full: 3, quick: 1)
-        guard let cp = Shell.which("cp") else { return .failed(name, unit: "s", "cp is not installed") }
         do {
             let tree = try workspace.sourceTree(files: files)
             // The same names and folders, every file empty (untimed).
             let empty = workspace.fresh("empty-tree")
-            try Shell.check(cp, ["-a", "--attributes-only", tree, empty])
-            var ours: [Double] = [], cpTimes: [Double] = [], ratios: [Double] = []
-            for round in 0..<runs {
-                var pair: (ours: Double, cp: Double) = (0, 0)
-                for tool in rotated(["nimbusd", "cp -a"], by: round) {
-                    let destination = workspace.fresh("realname-\(tool == "cp -a" ? "cp" : "local")-\(round)")
-                    Shell.sync()
-                    if tool == "cp -a" {
-                        pair.cp = try Shell.check(cp, ["-a", empty, destination]).seconds
-                        Shell.remove(destination)
-                        continue
-                    }
-                    try makeDirectories(SystemPath(destination))
-                    let state = workspace.fresh("realname-state-\(round)")
-                    let daemon = try Daemon(local: destination, cloud: tree, stateDirectory: state, logPath: state + ".log",
-                                            extraArguments: ["--mode", "on-demand"])
-                    pair.ours = try daemon.waitReady(timeout: 600)
-                    // Counted while the daemon runs: once stopped, it takes the placeholders' permissions away.
-                    let style = RealNamePair.style(socket: state + "/ctl.sock")
-                    let made = try RealNamePair.countPlaceholders(in: destination, size: Int64(TreeMaker.fileSize))
-                    _ = daemon.stop()
-                    guard style.style == "real-name" else { throw BenchError("the daemon writes \(style.style) placeholders: \(style.reason)") }
-                    guard made == files else { throw BenchError("\(made) real-name placeholders for \(files) cloud files") }
-                    Shell.remove(destination)
-                    Shell.remove(state)
-                    Shell.remove(tree + "/.nimbus")
-                    try? FileManager.default.removeItem(atPath: tree + "/.nimbus-root")
-                }
-                ours.append(pair.ours)
-                cpTimes.append(pair.cp)
-                ratios.append(pair.ours / pair.cp)
-                progress("real-name placeholders round \(round + 1)/\(runs): nimbusd \(format(pair.ours)) s, cp -a \(format(pair.cp)) s")
+            try Shell.check(Shell.which("cp") ?? "/bin/cp", ["-a", "--attributes-only", tree, empty])
+            defer { Shell.remove(empty) }
+            let creation = PlaceholderCreation(workspace: workspace, label: "real-name placeholders",
+                                               daemonArguments: ["--mode", "on-demand"]) { local, socket in
+                let style = RealNamePair.style(socket: socket)
+                guard style.style == "real-name" else { throw BenchError("the daemon writes \(style.style) placeholders: \(style.reason)") }
+                let made = try RealNamePair.countPlaceholders(in: local, size: Int64(TreeMaker.fileSize))
+                guard made == files else { throw BenchError("\(made) real-name placeholders for \(files) cloud files") }
             }
-            Shell.remove(empty)
-            var figure = Figure(name: name, value: Stats.median(ours), unit: "s")
-            figure.compare = [("cp -a of empty files", Stats.median(cpTimes))]
-            figure.ratio = Stats.median(ratios)
+            let runs = try creation.measure(tree: tree, copied: empty, runs: options.runs(full: 3, quick: 1))
+            var figure = Figure(name: name, value: Stats.median(runs.ours), unit: "s")
+            figure.compare = [("cp -a of empty files", Stats.median(runs.cp))]
+            figure.ratio = Stats.median(runs.ratios)
             figure.ratioLabel = "to cp -a"
             figure.targets = [Target(subject: "ratio", bound: .atMost(1.5), actual: figure.ratio)]
-            figure.runs = ours
+            figure.runs = runs.ours
             figure.extra = [("files", Double(files))]
             figure.note = "\(files) cloud files of 4 KiB, on-demand mode, empty local folder: nimbusd spawn to READY (every "
                 + "real-name placeholder created, marked and journaled); cp -a copies the same tree with every file empty"

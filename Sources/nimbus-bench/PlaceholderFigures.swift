@@ -41,43 +41,19 @@ struct PlaceholderFigures {
     func create() -> Figure {
         let files = options.quick ? 1_000 : 10_000
         let name = "placeholders.create"
-        let runs = options.runs(full: 3, quick: 1)
-        guard let cp = Shell.which("cp") else { return .failed(name, unit: "s", "cp is not installed") }
         do {
             let tree = try workspace.sourceTree(files: files)
-            var ours: [Double] = [], cpTimes: [Double] = [], ratios: [Double] = []
-            for round in 0..<runs {
-                var pair: (ours: Double, cp: Double) = (0, 0)
-                for tool in rotated(["nimbusd", "cp -a"], by: round) {
-                    let destination = workspace.fresh("placeholders-\(tool == "cp -a" ? "cp" : "local")-\(round)")
-                    Shell.sync()
-                    if tool == "cp -a" {
-                        pair.cp = try Shell.check(cp, ["-a", tree, destination]).seconds
-                        Shell.remove(destination)
-                        continue
-                    }
-                    let state = workspace.fresh("placeholders-state-\(round)")
-                    let daemon = try Daemon(local: destination, cloud: tree, stateDirectory: state, logPath: state + ".log",
-                                            extraArguments: try Self.suffixStyle(workspace))
-                    pair.ours = try daemon.waitReady(timeout: 600)
-                    _ = daemon.stop()
-                    let made = try TreeMaker.files(in: destination).keys.filter { $0.hasSuffix(".nimbus") }.count
-                    guard made == files else { throw BenchError("\(made) placeholders for \(files) cloud files") }
-                    Shell.remove(destination)
-                    Shell.remove(state)
-                    Shell.remove(tree + "/.nimbus")
-                    try? FileManager.default.removeItem(atPath: tree + "/.nimbus-root")
-                }
-                ours.append(pair.ours)
-                cpTimes.append(pair.cp)
-                ratios.append(pair.ours / pair.cp)
-                progress("placeholders round \(round + 1)/\(runs): nimbusd \(format(pair.ours)) s, cp -a \(format(pair.cp)) s")
+            let creation = PlaceholderCreation(workspace: workspace, label: "placeholders",
+                                               daemonArguments: try Self.suffixStyle(workspace)) { local, _ in
+                let made = try TreeMaker.files(in: local).keys.filter { $0.hasSuffix(".nimbus") }.count
+                guard made == files else { throw BenchError("\(made) placeholders for \(files) cloud files") }
             }
-            var figure = Figure(name: name, value: Stats.median(ours), unit: "s")
-            figure.compare = [("cp -a", Stats.median(cpTimes))]
-            figure.ratio = Stats.median(ratios)
+            let runs = try creation.measure(tree: tree, copied: tree, runs: options.runs(full: 3, quick: 1))
+            var figure = Figure(name: name, value: Stats.median(runs.ours), unit: "s")
+            figure.compare = [("cp -a", Stats.median(runs.cp))]
+            figure.ratio = Stats.median(runs.ratios)
             figure.ratioLabel = "to cp -a"
-            figure.runs = ours
+            figure.runs = runs.ours
             figure.extra = [("files", Double(files))]
             figure.note = "\(files) cloud files of 4 KiB, on-demand mode, empty local folder: nimbusd spawn to READY "
                 + "(every placeholder written, flushed and journaled); cp -a copies the same tree of real files"
@@ -174,12 +150,18 @@ struct OnDemandPair {
     let daemon: Daemon
 
     init(workspace: Workspace, label: String) throws {
+        try self.init(workspace: workspace, label: label, arguments: try PlaceholderFigures.suffixStyle(workspace))
+    }
+
+    /// Fresh folders `LABEL-local`, `LABEL-cloud` and `LABEL-state`, and a daemon on them
+    /// started with `arguments`, READY.
+    init(workspace: Workspace, label: String, arguments: [String]) throws {
         local = try workspace.freshDirectory(label + "-local")
         cloud = try workspace.freshDirectory(label + "-cloud")
         let state = workspace.fresh(label + "-state")
         socket = state + "/ctl.sock"
         daemon = try Daemon(local: local, cloud: cloud, stateDirectory: state, logPath: state + ".log",
-                            extraArguments: try PlaceholderFigures.suffixStyle(workspace))
+                            extraArguments: arguments)
         _ = try daemon.waitReady(timeout: 120)
     }
 

@@ -12,15 +12,10 @@ struct RealNamePair {
     let daemon: Daemon
 
     init(workspace: Workspace, label: String) throws {
-        local = try workspace.freshDirectory(label + "-local")
-        cloud = try workspace.freshDirectory(label + "-cloud")
-        let state = workspace.fresh(label + "-state")
-        socket = state + "/ctl.sock"
-        let config = state + ".conf"
+        let config = workspace.fresh(label + ".conf")
         try "[placeholders]\nopen-rate-limit = 1000000\n".write(toFile: config, atomically: true, encoding: .utf8)
-        daemon = try Daemon(local: local, cloud: cloud, stateDirectory: state, logPath: state + ".log",
-                            extraArguments: ["--mode", "on-demand", "--config", config])
-        _ = try daemon.waitReady(timeout: 120)
+        let pair = try OnDemandPair(workspace: workspace, label: label, arguments: ["--mode", "on-demand", "--config", config])
+        (local, cloud, socket, daemon) = (pair.local, pair.cloud, pair.socket, pair.daemon)
         let style = Self.style(socket: socket)
         guard style.style == "real-name" else {
             _ = daemon.stop()
