@@ -68,6 +68,7 @@ public enum DaemonMain {
         options.openRateLimit = c.openRateLimit
         options.hydration.rateLimit = c.hydrateOnOpen ? c.openRateLimit : 0
         options.hydration.fillTimeout = c.fillTimeout
+        options.hydration.minFreeSpace = c.minFreeSpace
         options.hydration.refusedPrograms = Set(c.refusedPrograms)
         options.socketPath = c.socketPath
         options.servedDirectory = Locations.socketDirectory(environment: environment, uid: ProcessSupport.userID)

@@ -46,6 +46,9 @@ public final class HydrationServer: Sendable {
         /// How long a reader may wait for its fill (ns): past it, the reader gets `EIO` and
         /// the fill goes on for the next reader. Documented in nimbus.conf(5) (`fill-timeout`).
         public var fillTimeout: Int64 = HydrationServer.defaultFillTimeout
+        /// A fill is an automatic download: it leaves this many bytes free on the local disk
+        /// (`[cache] min-free-space`), or its reader gets ENOSPC. 0: only a full disk refuses.
+        public var minFreeSpace: Int64 = 0
         public init() {}
     }
 
@@ -246,6 +249,11 @@ public final class HydrationServer: Sendable {
         }
         if joined { return }
         if let refusal = refusal(of: event, placeholder) { return answer(event, .deny(refusal)) }
+        if let short = shortOfSpace(event.file, placeholder) {
+            log.warning("cannot fetch \(placeholder.path) for the program that opened it: \(short); it gets ENOSPC. "
+                        + "Free some space, evict files (nimbusctl evict), or download it with nimbusctl download")
+            return answer(event, .deny(.noSpace))
+        }
         inFlight.withLock { $0[identity] = [waiter] }
         startFill(event.file, placeholder, identity: identity)
     }
@@ -294,6 +302,14 @@ public final class HydrationServer: Sendable {
             }
             for waiter in overdue { answer(waiter.event, .deny(.ioError)) }
         }
+    }
+
+    /// Why the local disk has no room for this fill within min-free-space, or nil.
+    private func shortOfSpace(_ file: FileDescriptor, _ placeholder: Placeholder) -> String? {
+        let reserve = settings.withLock { $0.minFreeSpace }
+        guard reserve > 0, let space = try? file.spaceInfo(), space.available - placeholder.cloud.size < reserve else { return nil }
+        return "it needs \(placeholder.cloud.size) bytes, \(space.available) are free, and automatic downloads keep "
+            + "min-free-space = \(reserve) bytes free"
     }
 
     /// Why this open may not fetch, or nil.

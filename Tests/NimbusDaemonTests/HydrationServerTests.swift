@@ -132,6 +132,16 @@ struct HydrationServerTests {
         }
     }
 
+    /// Opening is an automatic download: it keeps min-free-space free, as the suffix style's do.
+    @Test func aFillThatWouldGoBelowMinFreeSpaceIsRefusedWithENOSPC() throws {
+        try HydrationFixture.with(minFreeSpace: 1 << 60) { fixture in
+            let local = try fixture.placeholder("big", content: randomContent(4096))
+            let run = try run("cat \(local)")
+            #expect(run.status != 0 && run.error.contains("No space left on device"), "\(run)")
+            #expect(fixture.filled().isEmpty)
+        }
+    }
+
     /// A file changed while nobody listened (truncated to another size) is the user's now.
     @Test func aFileOfAnotherSizeIsLeftAlone() throws {
         try HydrationFixture.with { fixture in
@@ -175,7 +185,7 @@ final class HydrationFixture: Sendable {
     }
 
     private init(scratch: String, rateLimit: Int, slowFill: Bool, localImageMegabytes: Int?, fillTimeout: Int64?,
-                 gate: DispatchSemaphore?) throws {
+                 gate: DispatchSemaphore?, minFreeSpace: Int64) throws {
         self.scratch = scratch
         mkdir(scratch + "/local", 0o755)
         if let megabytes = localImageMegabytes {
@@ -190,6 +200,7 @@ final class HydrationFixture: Sendable {
         var settings = HydrationServer.Settings()
         settings.rateLimit = rateLimit
         if let fillTimeout { settings.fillTimeout = fillTimeout }
+        settings.minFreeSpace = minFreeSpace
         let recorder = self.recorder
         server = HydrationServer(group: try FanotifyGroup(), cloudRoot: cloudRoot, settings: settings, log: .silent,
                                  progress: { _, _, _ in
@@ -203,14 +214,15 @@ final class HydrationFixture: Sendable {
     }
 
     static func with(rateLimit: Int = 1000, slowFill: Bool = false, localImageMegabytes: Int? = nil, fillTimeout: Int64? = nil,
-                     gate: DispatchSemaphore? = nil, _ body: (HydrationFixture) throws -> Void) throws {
+                     gate: DispatchSemaphore? = nil, minFreeSpace: Int64 = 0, _ body: (HydrationFixture) throws -> Void) throws {
         let scratch = try run("mktemp -d /var/tmp/nimbus-hydration-XXXXXX").output.trimmingCharacters(in: .whitespacesAndNewlines)
         defer {
             if localImageMegabytes != nil { _ = try? run("umount \(scratch)/local || umount -l \(scratch)/local") }
             _ = try? run("rm -rf \(scratch)")
         }
         let fixture = try HydrationFixture(scratch: scratch, rateLimit: rateLimit, slowFill: slowFill,
-                                           localImageMegabytes: localImageMegabytes, fillTimeout: fillTimeout, gate: gate)
+                                           localImageMegabytes: localImageMegabytes, fillTimeout: fillTimeout, gate: gate,
+                                           minFreeSpace: minFreeSpace)
         defer { gate?.signal() }  // A stalled fill must end before the server can stop.
         defer {
             fixture.server.stop()
