@@ -89,6 +89,8 @@ public enum RealNamePlaceholderFile {
         }
         do {
             let transfer = ContentTransfer(input: cloud, output: file, source: path, temporary: path)
+            // The writes move the mtime until it is restored below; a fill cut short is
+            // recognised at the next start (`undoInterruptedFill`).
             let copied = try transfer.run(size: expected.size, progress: progress)
             let after = try attributing("fstat", path.shown) { try Sys.fstat(cloud.rawValue) }
             guard copied == expected.size, after.isUnchanged(since: before) else { throw CopyError.sourceChanged(path) }
@@ -98,6 +100,8 @@ public enum RealNamePlaceholderFile {
             }
         } catch {
             try? Sys.punchHole(file.rawValue, 0, punchLength(expected.size))
+            // The writes and the punch moved the mtime: the placeholder as it was, not an edit.
+            try? file.setModificationTime(expected.mtime)
             throw error
         }
         if let state { try setAttribute(state, of: file, path: path) }
