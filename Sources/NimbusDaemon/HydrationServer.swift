@@ -250,9 +250,11 @@ public final class HydrationServer: Sendable {
         if joined { return }
         if let refusal = refusal(of: event, placeholder) { return answer(event, .deny(refusal)) }
         if let short = shortOfSpace(event.file, placeholder) {
-            log.warning("cannot fetch \(placeholder.path) for the program that opened it: \(short); it gets ENOSPC. "
-                        + "Free some space, evict files (nimbusctl evict), or download it with nimbusctl download")
-            return answer(event, .deny(.noSpace))
+            let message = "not enough space to download \(placeholder.path): \(short). Free some space, evict files "
+                + "(nimbusctl evict), or download it with nimbusctl download"
+            log.warning("\(message); the program that opened it gets ENOSPC")
+            answer(event, .deny(.noSpace))
+            return completed(.failed(placeholder, .noSpace, message))  // Its state says so, as the suffix style's does.
         }
         inFlight.withLock { $0[identity] = [waiter] }
         startFill(event.file, placeholder, identity: identity)
