@@ -128,6 +128,12 @@ final class PlaceholderDaemon {
         }
     }
 
+    /// SIGSTOP: every thread of the daemon stands still where it is (a fill half done), so
+    /// that a kill -9 after it lands mid-fill however fast the disk is.
+    func freeze() {
+        if let process, process.isRunning { kill(process.processIdentifier, SIGSTOP) }
+    }
+
     /// kill -9, and waits until it is gone.
     func crash() async throws {
         guard let process, process.isRunning else { throw failure("was not running at kill -9 (\(exitDescription))") }
