@@ -96,13 +96,16 @@ final class DesktopSession {
     }
 
     /// A screenshot of the whole screen, taken when two in a row are the same (Nautilus done painting).
-    func screenshot(to path: String) async throws {
+    /// Waits for a screen that is drawn (a PNG of more than `minimumBytes`: a blank one is a
+    /// few KiB) and stays the same between two screenshots, then keeps it at `path`.
+    func screenshot(to path: String, minimumBytes: Int = 10_000) async throws {
         var previous: Data?
-        try await CtlHarness.eventually("a screen that stays the same between two screenshots", timeout: .seconds(30),
+        try await CtlHarness.eventually("a drawn screen that stays the same between two screenshots", timeout: .seconds(60),
                                         interval: .milliseconds(300)) {
             let status = run("import -display \(q(display)) -window root \(q(path))")
             guard status == 0, let data = FileManager.default.contents(atPath: path) else { return "import exited \(status)" }
             defer { previous = data }
+            if data.count <= minimumBytes { return "only \(data.count) bytes: not drawn yet" }
             return data == previous ? nil : "still changing"
         }
     }

@@ -128,6 +128,19 @@ final class PlaceholderDaemon {
         }
     }
 
+    /// Polls `condition` on this thread every 100 µs for up to `timeout` seconds, without
+    /// waiting for the test's task to be scheduled again between polls (which takes
+    /// milliseconds on a busy machine, longer than a fill from the page cache): for catching
+    /// a fill under way. True when it held in time.
+    static func spin(timeout: Double, until condition: () -> Bool) -> Bool {
+        let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+        while ContinuousClock.now < deadline {
+            if condition() { return true }
+            usleep(100)
+        }
+        return condition()
+    }
+
     /// SIGSTOP: every thread of the daemon stands still where it is (a fill half done), so
     /// that a kill -9 after it lands mid-fill however fast the disk is.
     func freeze() {

@@ -77,11 +77,9 @@ struct RealNameKeptGroupTests {
         let file = d.local + "/big.bin", during = s.root + "/during.bin"
         let reader = try PlaceholderProcess("/bin/sh", ["-c", #"cat "$1" > "$2""#, "sh", file, during], scratch: s.root)
         defer { reader.stop() }
-        try await d.eventually("the fill to begin", timeout: .seconds(60), interval: .milliseconds(1)) {
-            guard (P.status(file)?.st_blocks ?? 0) > 0 || !reader.isRunning else { return "nothing filled yet" }
-            kill(first.pid, SIGSTOP)  // On a fast disk the fill would end between this poll and the kill.
-            return nil
-        }
+        let began = PlaceholderDaemon.spin(timeout: 60) { (P.status(file)?.st_blocks ?? 0) > 0 || !reader.isRunning }
+        kill(first.pid, SIGSTOP)  // On a fast disk the fill would end between the poll and the kill.
+        try #require(began, "the fill did not begin within 60 s")
         kill(first.pid, SIGKILL)
         _ = try ChildProcess.wait(first.pid)
         let cut = reader.isRunning

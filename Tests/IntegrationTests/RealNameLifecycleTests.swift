@@ -36,12 +36,12 @@ struct RealNameLifecycleTests {
         var random = SyncRandom(seed: SyncHarness.seed("realNameKill"))
         let target = Int64.random(in: (1 << 20)..<(150 << 20), using: &random) >> (2 * (attempt - 1))
         var filled: Int64 = 0
-        try await d.eventually("the fill to reach \(target) bytes", timeout: .seconds(60), interval: .milliseconds(1)) {
+        let reached = PlaceholderDaemon.spin(timeout: 60) {
             filled = Int64(P.status(file)?.st_blocks ?? 0) * 512
-            guard filled >= target || !reader.isRunning else { return "\(filled) bytes filled" }
-            d.freeze()  // On a fast disk the fill would end between this poll and the kill.
-            return nil
+            return filled >= target || !reader.isRunning
         }
+        d.freeze()  // On a fast disk the fill would end between the poll and the kill.
+        try #require(reached, "the fill did not reach \(target) bytes within 60 s (\(filled) filled)")
         let midFill = reader.isRunning
         try await d.crash()
         try await reader.waitForExit(timeout: .seconds(60))
