@@ -22,8 +22,14 @@ let package = Package(
         .target(name: "NimbusDaemon",
                 dependencies: ["NimbusCore", "NimbusJournal", "NimbusProtocol", "NimbusSystem"],
                 swiftSettings: strict),
+        // What tests (and nimbus-bench) share: the one seeded generator, the one failure type, polls
+        // with deadlines, temporary folders, the nimbusd child-process harness. No XCTest or
+        // Testing, so that nimbus-bench can link it; nimbusd never does.
+        .target(name: "NimbusTestSupport", dependencies: ["NimbusSystem"], path: "Tests/NimbusTestSupport",
+                swiftSettings: strict),
         // In-memory filesystem, fault injection and a manual clock for whole-engine simulation.
-        .target(name: "NimbusSimulation", dependencies: ["NimbusCore", "NimbusSystem"], swiftSettings: strict),
+        .target(name: "NimbusSimulation", dependencies: ["NimbusCore", "NimbusSystem", "NimbusTestSupport"],
+                swiftSettings: strict),
         .executableTarget(name: "nimbusd", dependencies: ["NimbusDaemon"], swiftSettings: strict),
         // The client side of the control protocol, for nimbusctl and for applications.
         .target(name: "NimbusClient", dependencies: ["NimbusCore", "NimbusProtocol", "NimbusSystem"], swiftSettings: strict),
@@ -32,14 +38,15 @@ let package = Package(
         .executableTarget(name: "nimbus-bench",
                           dependencies: ["NimbusDaemon", "NimbusJournal", "NimbusSystem", "NimbusCore"],
                           swiftSettings: strict),
-        .testTarget(name: "NimbusSystemTests", dependencies: ["NimbusSystem"]),
-        .testTarget(name: "NimbusCoreTests", dependencies: ["NimbusCore"]),
-        .testTarget(name: "NimbusJournalTests", dependencies: ["NimbusJournal"]),
-        .testTarget(name: "NimbusDaemonTests", dependencies: ["NimbusDaemon", "NimbusSimulation"]),
-        .testTarget(name: "NimbusSimulationTests", dependencies: ["NimbusSimulation"]),
-        .testTarget(name: "NimbusClientTests", dependencies: ["NimbusClient", "NimbusSimulation"]),
+        .testTarget(name: "NimbusSystemTests", dependencies: ["NimbusSystem", "NimbusTestSupport"]),
+        .testTarget(name: "NimbusCoreTests", dependencies: ["NimbusCore", "NimbusTestSupport"]),
+        .testTarget(name: "NimbusJournalTests", dependencies: ["NimbusJournal", "NimbusTestSupport"]),
+        .testTarget(name: "NimbusDaemonTests", dependencies: ["NimbusDaemon", "NimbusSimulation", "NimbusTestSupport"]),
+        .testTarget(name: "NimbusSimulationTests", dependencies: ["NimbusSimulation", "NimbusTestSupport"]),
+        .testTarget(name: "NimbusClientTests", dependencies: ["NimbusClient", "NimbusSimulation", "NimbusTestSupport"]),
         // Runs the real binaries on real folders; depends on them so they are built first.
-        .testTarget(name: "IntegrationTests", dependencies: ["NimbusSystem", "NimbusClient", "nimbusd", "nimbusctl"]),
+        .testTarget(name: "IntegrationTests",
+                    dependencies: ["NimbusSystem", "NimbusClient", "NimbusTestSupport", "nimbusd", "nimbusctl"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,4 +1,5 @@
 import NimbusSystem
+import NimbusTestSupport
 
 /// The operations of `FileSystem`, to aim faults at and count calls by.
 public enum FileSystemOperation: String, CaseIterable, Hashable, Sendable {

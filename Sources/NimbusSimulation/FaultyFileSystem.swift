@@ -1,5 +1,6 @@
 import NimbusSystem
 import Synchronization
+import NimbusTestSupport
 
 /// A decorator that makes any `FileSystem` fail on purpose, in the manner of syncthing's
 /// errorfs: explicit rules (`fail(.rename, path: p, with: .noSpace)`), random faults drawn

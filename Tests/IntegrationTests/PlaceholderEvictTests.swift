@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import NimbusTestSupport
 
 /// Evict, pin, the cache budget and residency across restarts (issue #5, DESIGN §5).
 extension PlaceholderIntegrationTests {
@@ -95,7 +96,7 @@ extension PlaceholderIntegrationTests {
         // budget (the daemon skips that bookkeeping without one).
         d.config = ["cache": ["cache-limit": "100M"]]
         let names = ["a.bin", "b.bin", "c.bin", "d.bin", "pinned.bin"]
-        var random = SyncRandom(seed: 9)
+        var random = SeededRandom(seed: 9)
         for name in names { try P.write(d.cloud + "/" + name, random.bytes(1 << 20)) }
         try await d.start()
         try await d.eventually("placeholders") { names.compactMap { Self.isPlaceholder(d.local, $0) }.first }
@@ -147,7 +148,7 @@ extension PlaceholderIntegrationTests {
         }
         #expect(Self.isPlaceholder(d.local, "d.bin") == nil)
         // The cloud is never touched by evictions.
-        var check = SyncRandom(seed: 9)
+        var check = SeededRandom(seed: 9)
         for name in names { #expect(try P.read(d.cloud + "/" + name) == check.bytes(1 << 20), "the cloud copy of \(name) changed") }
         try await d.stop()
     }

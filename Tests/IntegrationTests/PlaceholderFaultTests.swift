@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import NimbusTestSupport
 
 /// Placeholders under pressure (issue #5): a small disk, a storm of opens, kill -9 during a
 /// download, and changes to placeholders from either side.
@@ -155,7 +156,7 @@ extension PlaceholderIntegrationTests {
                                              environment: d.environment, scratch: s.root)
         defer { request.stop() }
         // Kill once the temporary file of the copy holds a random number of bytes (seeded).
-        var random = SyncRandom(seed: SyncHarness.seed("killDuringDownload"))
+        var random = SeededRandom(seed: SyncHarness.seed("killDuringDownload"))
         let target = Int.random(in: 0..<(150 << 20), using: &random) >> (2 * (attempt - 1))
         var seen: [String] = []
         var partial = -1
@@ -394,7 +395,7 @@ extension PlaceholderIntegrationTests {
         try await d.eventually("placeholders") { Self.isPlaceholder(d.local, "x.txt") ?? Self.isPlaceholder(d.local, "gone.txt") }
         let placeholder = d.local + "/x.txt.nimbus"
 
-        var random = SyncRandom(seed: 3)
+        var random = SeededRandom(seed: 3)
         let longer = random.bytes(5000)
         try P.write(d.cloud + "/x.txt", longer)
         try P.setMtime(d.cloud + "/x.txt", 1_760_000_000_500_000_000)

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import NimbusTestSupport
 
 // The harness of the placeholder integration tests (issue #5): a real `nimbusd` started with a
 // mode and a config file of the test's choosing, `nimbusctl` run with its stdout, stderr and
@@ -342,7 +343,7 @@ enum PlaceholderFiles {
 
     /// `megabytes` MiB of random-looking bytes, written 1 MiB at a time (every MiB different).
     static func writeBig(_ path: String, megabytes: Int, seed: UInt64) throws {
-        var random = SyncRandom(seed: seed)
+        var random = SeededRandom(seed: seed)
         var block = random.bytes(1 << 20)
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw PlaceholderFailure(description: "open \(path): \(String(cString: strerror(errno)))") }

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import NimbusTestSupport
 
 /// Placeholders and download on demand against the real daemon (issue #5, DESIGN §5).
 /// Serialized: several tests copy hundreds of megabytes or count copies in the log, and the
@@ -100,7 +101,7 @@ struct PlaceholderIntegrationTests {
         defer { s.finish() }
         let d = s.daemon
         d.config = ["placeholders": ["hydrate-on-open": "false"]]
-        var random = SyncRandom(seed: 5)
+        var random = SeededRandom(seed: 5)
         let a = random.bytes(300 << 10)
         try P.write(d.cloud + "/docs/a.bin", a)
         try P.setMtime(d.cloud + "/docs/a.bin", 1_650_000_000_123_456_789)
@@ -156,7 +157,7 @@ struct PlaceholderIntegrationTests {
         let s = try PlaceholderSandbox("hydrateOnOpen")
         defer { s.finish() }
         let d = s.daemon
-        var random = SyncRandom(seed: 7)
+        var random = SeededRandom(seed: 7)
         try P.write(d.cloud + "/pics/x.jpg", random.bytes(2 << 20))
         try P.write(d.cloud + "/pics/y.jpg", random.bytes(1000))
         try await d.start()
@@ -187,7 +188,7 @@ struct PlaceholderIntegrationTests {
         defer { s.finish() }
         let d = s.daemon
         d.config = ["placeholders": ["hydrate-on-open": "false"]]
-        var random = SyncRandom(seed: 11)
+        var random = SeededRandom(seed: 11)
         try P.write(d.cloud + "/docs/report.pdf", random.bytes(700 << 10))
         try P.write(d.cloud + "/docs/other.pdf", random.bytes(3000))
         try await d.start()

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import NimbusSystem
+import NimbusTestSupport
 
 // What the real-name placeholder tests (issue 16) need of the machine: root (the daemon's
 // pre-content fanotify group needs CAP_SYS_ADMIN), Linux 6.14 or later, and folders on a
@@ -143,7 +144,7 @@ enum RealName {
 
     /// `count` bytes of seeded random content.
     static func content(_ count: Int, seed: UInt64) -> [UInt8] {
-        var random = SyncRandom(seed: seed)
+        var random = SeededRandom(seed: seed)
         return random.bytes(count)
     }
 }

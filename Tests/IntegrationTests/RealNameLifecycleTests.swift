@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import NimbusTestSupport
 
 /// Issue 16 through the real daemon, across its life: kill -9 during a fill, a clean stop
 /// and unprivileged readers, programs that overwrite or truncate a not-downloaded file.
@@ -33,7 +34,7 @@ struct RealNameLifecycleTests {
         let file = d.local + "/big.bin"
         let reader = try PlaceholderProcess("/bin/sh", ["-c", #"cat "$1" > "$2""#, "sh", file, s.root + "/during.bin"], scratch: s.root)
         defer { reader.stop() }
-        var random = SyncRandom(seed: SyncHarness.seed("realNameKill"))
+        var random = SeededRandom(seed: SyncHarness.seed("realNameKill"))
         let target = Int64.random(in: (1 << 20)..<(150 << 20), using: &random) >> (2 * (attempt - 1))
         var filled: Int64 = 0
         let reached = PlaceholderDaemon.spin(timeout: 60) {

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import NimbusTestSupport
 
 /// Three devices share one cloud folder on a real network filesystem and edit the same few
 /// files at random (seeded), often within the same second. Every edit appends a line, so a
@@ -56,7 +57,7 @@ struct SharedCloudRandomTests {
         }
         for device in cloud.devices { try await device.start() }
 
-        var random = SyncRandom(seed: seed)
+        var random = SeededRandom(seed: seed)
         let names = ["a.txt", "b.txt", "c.txt", "d.txt"]
         var written: [[UInt8]] = []
         // The last version each device wrote to each file: a device writes a file again only
@@ -68,9 +69,9 @@ struct SharedCloudRandomTests {
         for round in 0..<rounds {
             // Mostly one device at a time; every fourth round two devices edit the same file
             // back to back, well within a second.
-            let name = names[random.next(names.count)]
-            let first = random.next(3)
-            let editors = round % 4 == 3 ? [first, (first + 1 + random.next(2)) % 3] : [first]
+            let name = names[random.next(below: names.count)]
+            let first = random.next(below: 3)
+            let editors = round % 4 == 3 ? [first, (first + 1 + random.next(below: 2)) % 3] : [first]
             for index in editors {
                 let device = cloud.devices[index]
                 let path = SyncFiles.join(device.local, name)
@@ -88,7 +89,7 @@ struct SharedCloudRandomTests {
                 written.append(before + line)
                 unsent[device.device + "/" + name] = before + line
             }
-            try await Task.sleep(for: .milliseconds(50 + random.next(150)))
+            try await Task.sleep(for: .milliseconds(50 + random.next(below: 150)))
         }
         let edited = clock.now
         try await cloud.converge("all three devices and the server agree after \(rounds) rounds (seed \(seed))",

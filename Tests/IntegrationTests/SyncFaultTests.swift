@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import NimbusTestSupport
 
 /// Faults on the real daemon: a file rewritten during its upload, kill -9 in the middle of a
 /// batch, the cloud disk unmounted or full. Serialized: the tmpfs tests mount, and the others
@@ -56,7 +57,7 @@ struct SyncFaultTests {
           arguments: SyncDirection.allCases)
     func killDuringBatch(_ direction: SyncDirection) async throws {
         let seed = SyncHarness.seed("killDuringBatch-\(direction)")
-        var random = SyncRandom(seed: seed)
+        var random = SeededRandom(seed: seed)
         // A fast machine may finish the batch before the poll sees the target: then the run
         // tested nothing, so try again, killing earlier each time.
         var killAt = Int.random(in: 1...1500, using: &random)
@@ -69,7 +70,7 @@ struct SyncFaultTests {
 
     /// One kill -9 at `killAt` copies, then a restart; false when the batch was already complete.
     func killDuringBatch(_ direction: SyncDirection, seed: UInt64, attempt: Int, killAt: Int,
-                         random: inout SyncRandom) async throws -> Bool {
+                         random: inout SeededRandom) async throws -> Bool {
         let label = "killDuringBatch-\(direction)"
         let sandbox = try SyncSandbox("\(label)-\(attempt)")
         defer { sandbox.finish() }
@@ -207,7 +208,7 @@ struct SyncFaultTests {
         let daemon = try sandbox.daemon(device: "alpha")
         try await daemon.start()
         let freeBefore = Self.freeBytes(daemon.cloud)
-        var random = SyncRandom(seed: 16)
+        var random = SeededRandom(seed: 16)
         let big = random.bytes(16 << 20)
         let mark = daemon.logMark
         try F.write(F.join(daemon.local, "big.bin"), big)

@@ -1,36 +1,6 @@
 import Glibc
 import Testing
 
-/// A small, fast, seedable generator (SplitMix64) for randomized tests that print their seed.
-struct SyncRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// A number in 0..<bound.
-    mutating func next(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
-
-    mutating func bytes(_ count: Int) -> [UInt8] {
-        var result = [UInt8](repeating: 0, count: count)
-        result.withUnsafeMutableBytes { raw in
-            var offset = 0
-            while offset < count {
-                var word = next()
-                let n = min(8, count - offset)
-                withUnsafeBytes(of: &word) { raw.baseAddress!.advanced(by: offset).copyMemory(from: $0.baseAddress!, byteCount: n) }
-                offset += n
-            }
-        }
-        return result
-    }
-}
-
 /// Which way a change travels in a parametrized test.
 enum SyncDirection: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case localToCloud, cloudToLocal

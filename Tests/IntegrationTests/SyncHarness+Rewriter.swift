@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import NimbusTestSupport
 
 /// Self-checking file content: a body of 8-byte words followed by a 24-byte trailer holding a
 /// magic number, the body's length and its checksum. Any mix of two versions, a truncated copy
@@ -74,7 +75,7 @@ final class SyncRewriter: @unchecked Sendable {
     }
 
     private func run(until end: ContinuousClock.Instant) throws {
-        var random = SyncRandom(seed: seed)
+        var random = SeededRandom(seed: seed)
         var body: [UInt8] = []
         var first = true
         while first || ContinuousClock.now < end {
@@ -111,7 +112,7 @@ final class SyncRewriter: @unchecked Sendable {
         }
     }
 
-    private func chunked(_ fd: Int32, _ bytes: [UInt8], at offset: Int, _ random: inout SyncRandom) throws {
+    private func chunked(_ fd: Int32, _ bytes: [UInt8], at offset: Int, _ random: inout SeededRandom) throws {
         var done = 0
         while done < bytes.count {
             let n = min(256 << 10, bytes.count - done)

@@ -3,6 +3,7 @@ import NimbusProtocol
 import NimbusSimulation
 import Testing
 @testable import NimbusClient
+import NimbusTestSupport
 
 /// The hand-written JSON reader and writer behind `nimbusctl --json`: what they write is byte
 /// for byte what the protocol's JSONEncoder writes, and what they read is what it means.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import NimbusSystem
 @testable import NimbusCore
+import NimbusTestSupport
 
 /// One row of the syntax table: a `.nimbusignore` file, a path, and whether it is ignored.
 /// Expectations follow gitignore(5) and what `git check-ignore` answers.
@@ -304,7 +305,7 @@ private let syntaxRows: [IgnoreRow] = [
     }
 
     @Test func arbitraryBytesNeverCrash() {
-        var random = IgnoreFuzzRandom(seed: 0x1A2B)
+        var random = SeededRandom(seed: 0x1A2B)
         let alphabet: [UInt8] = Array("ab/*?[]!^-:\\ #.\n\r".utf8) + [0x80, 0xFF, 0x00]
         let names: [[UInt8]] = [Array("a".utf8), Array("b".utf8), Array("[a]".utf8), [0xFF], Array("*".utf8), Array("\\".utf8)]
         for _ in 0..<2_000 {
@@ -363,7 +364,7 @@ private let syntaxRows: [IgnoreRow] = [
     @Test(.enabled(if: GitIgnoreOracle.isAvailable))
     func agreesWithGitOnRandomPatterns() throws {
         let seed: UInt64 = 20_251_121
-        var random = IgnoreFuzzRandom(seed: seed)
+        var random = SeededRandom(seed: seed)
         let dirNames = ["a", "b", "[a]"], fileNames = ["a.b", "ba", ".a", "a b", "a ", "*", "#x", "!y", "a~", "]"]
         var entries: [([UInt8], Bool)] = []
         var directories = [""]
@@ -407,19 +408,6 @@ private let syntaxRows: [IgnoreRow] = [
             }
         }
         #expect(mismatches.isEmpty, "seed \(seed): \(mismatches.prefix(10).joined(separator: "\n"))")
-    }
-}
-
-/// SplitMix64: a failing seed replays the same patterns.
-struct IgnoreFuzzRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 

@@ -1,6 +1,7 @@
 import Testing
 import NimbusSystem
 @testable import NimbusCore
+import NimbusTestSupport
 
 fileprivate func rp(_ s: String) -> RelativePath { try! RelativePath(validating: s) }
 fileprivate func id(_ n: UInt64) -> LockID { LockID(rawValue: n) }
@@ -219,22 +220,10 @@ fileprivate struct NaiveLockTable {
     }
 }
 
-/// SplitMix64, so a failing seed replays.
-fileprivate struct LockRandom: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 extension LockTableTests {
     @Test(arguments: 1...6 as ClosedRange<UInt64>)
     func randomOperationsMatchTheNaiveRules(seed: UInt64) {
-        var random = LockRandom(state: seed)
+        var random = SeededRandom(seed: seed)
         let paths = [".", "a", "a/b", "a/b/c", "a/c", "b", "b/d", "ab"].map(rp)
         let owners: [OwnerID?] = [nil, OwnerID(rawValue: 1), OwnerID(rawValue: 2)]
         var table = LockTable(), model = NaiveLockTable()

@@ -1,6 +1,7 @@
 import Testing
 import NimbusSystem
 @testable import NimbusCore
+import NimbusTestSupport
 
 private func rp(_ s: String) -> RelativePath { try! RelativePath(validating: s) }
 
@@ -103,7 +104,7 @@ private func rp(_ s: String) -> RelativePath { try! RelativePath(validating: s) 
     @Test func randomRoundTripsRestoreEveryName() throws {
         let names = ["a", "a.nimbus", "a.nimbus.nimbus", "b", "b.nimbus", "d/a", "d/a.nimbus"]
         for seed in UInt64(1)...500 {
-            var random = TestRandom(seed: seed)
+            var random = SeededRandom(seed: seed)
             var pair = Pair()
             for name in names where Bool.random(using: &random) { pair.placeholder(name, style: .suffix) }
             let before = Set(pair.local.keys)

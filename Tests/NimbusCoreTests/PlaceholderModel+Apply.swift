@@ -1,5 +1,6 @@
 import NimbusSystem
 @testable import NimbusCore
+import NimbusTestSupport
 
 private func rp(_ s: String) -> RelativePath { try! RelativePath(validating: s) }
 
@@ -145,7 +146,7 @@ extension PlaceholderModel {
 
     func isPlaceholder(_ node: Node) -> Bool { node.content < 0 }
 
-    func freeName(_ taken: (RelativePath) -> Bool, _ random: inout TestRandom) -> RelativePath? {
+    func freeName(_ taken: (RelativePath) -> Bool, _ random: inout SeededRandom) -> RelativePath? {
         let name = rp(Self.names.randomElement(using: &random)!)
         return taken(name) ? nil : name
     }

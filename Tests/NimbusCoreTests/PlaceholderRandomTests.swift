@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import NimbusSystem
 @testable import NimbusCore
+import NimbusTestSupport
 
 /// The pure pipeline of one pass in on-demand mode — fold, reconcile, adapt — on a model
 /// pair with placeholders, applied the way the executor does (every expectation re-checked),
@@ -43,7 +44,7 @@ import NimbusSystem
 /// A flat pair of files with placeholders, and the executor's effect of each action.
 struct PlaceholderModel {
     let style: PlaceholderStyle
-    var random: TestRandom
+    var random: SeededRandom
     var local = Tree()
     var cloud = Tree()
     var base: [RelativePath: BaseEntry] = [:]
@@ -66,7 +67,7 @@ struct PlaceholderModel {
 
     init(seed: UInt64, style: PlaceholderStyle) {
         self.style = style
-        random = TestRandom(seed: seed)
+        random = SeededRandom(seed: seed)
     }
 
     // MARK: - Building blocks

@@ -2,22 +2,10 @@ import Foundation
 import Testing
 import NimbusSystem
 @testable import NimbusCore
-
-/// Small deterministic generator (SplitMix64) so a failing seed can be replayed.
-struct TestRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+import NimbusTestSupport
 
 struct ScenarioGenerator {
-    var random: TestRandom
+    var random: SeededRandom
     var nextContent = 1
     var nextInode: UInt64 = 1
 
@@ -109,7 +97,7 @@ struct ScenarioGenerator {
     }
 
     static func check(seed: UInt64) throws {
-        var gen = ScenarioGenerator(random: TestRandom(seed: seed))
+        var gen = ScenarioGenerator(random: SeededRandom(seed: seed))
         var (local, cloud, base) = gen.syncedTrees()
         for _ in 0..<Int.random(in: 0...4, using: &gen.random) { gen.edit(&local) }
         for _ in 0..<Int.random(in: 0...4, using: &gen.random) { gen.edit(&cloud) }

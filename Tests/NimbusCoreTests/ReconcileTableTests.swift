@@ -1,6 +1,7 @@
 import Testing
 import NimbusSystem
 @testable import NimbusCore
+import NimbusTestSupport
 
 /// Builds a synced pair of trees from a compact description, edits each side, reconciles.
 struct Case: CustomTestStringConvertible, Sendable {
@@ -114,7 +115,7 @@ extension Tree {
 
     @Test(arguments: cases)
     func reconcileCase(_ c: Case) throws {
-        var gen = ScenarioGenerator(random: TestRandom(seed: 1))
+        var gen = ScenarioGenerator(random: SeededRandom(seed: 1))
         var local = Tree(), cloud = Tree()
         var base: [RelativePath: BaseEntry] = [:]
         for (path, kind) in c.synced {

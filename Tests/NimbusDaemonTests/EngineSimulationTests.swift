@@ -5,6 +5,7 @@ import NimbusCore
 import NimbusSimulation
 import NimbusSystem
 @testable import NimbusDaemon
+import NimbusTestSupport
 
 /// The whole engine on two in-memory filesystems with a manual clock: random edits on both
 /// sides, some made while a copy runs, injected errors and simulated crashes. After every

@@ -1,5 +1,6 @@
 import Testing
 @testable import NimbusJournal
+import NimbusTestSupport
 
 @Suite struct CRC32CTests {
     /// Bit-at-a-time CRC-32C straight from the definition, to check the sliced tables against.
@@ -23,7 +24,7 @@ import Testing
     }
 
     @Test func matchesTheDefinitionForEveryLengthAndAlignment() {
-        var generator = SeededGenerator(seed: 42)
+        var generator = SeededRandom(seed: 42)
         let data = randomBytes(count: 300, using: &generator)
         for start in 0..<9 {
             for end in start...data.count {

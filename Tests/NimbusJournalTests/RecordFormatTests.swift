@@ -1,5 +1,6 @@
 import Testing
 @testable import NimbusJournal
+import NimbusTestSupport
 
 @Suite struct RecordFormatTests {
     static let records: [JournalRecord] = [
@@ -112,7 +113,7 @@ import Testing
 
     @Test func randomGarbageNeverCrashesAndValidPrefixSurvives() {
         let seed = testSeed("randomGarbage")
-        var generator = SeededGenerator(seed: seed)
+        var generator = SeededRandom(seed: seed)
         let valid = RecordFormat.encode(Self.records)
         for round in 0..<2_000 {
             let garbage = randomBytes(count: Int.random(in: 0...64, using: &generator), using: &generator)

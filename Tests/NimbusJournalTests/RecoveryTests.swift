@@ -1,5 +1,6 @@
 import Testing
 @testable import NimbusJournal
+import NimbusTestSupport
 
 /// Damage on real files: torn tails, flipped bits, garbage, missing files.
 @Suite struct RecoveryTests {
@@ -47,7 +48,7 @@ import Testing
 
     @Test func flippedBitsDropTheirRecordAndEverythingAfter() throws {
         let seed = testSeed("flippedBits")
-        var generator = SeededGenerator(seed: seed)
+        var generator = SeededRandom(seed: seed)
         try withTemporaryDirectory { root in
             try writeJournal(root, groups: Self.groups)
             let log = try root.read(logFile), snapshot = try root.read(snapshotFile)
@@ -67,7 +68,7 @@ import Testing
 
     @Test func garbageAndHugeLengthsAfterTheLastRecord() throws {
         let seed = testSeed("garbageTail")
-        var generator = SeededGenerator(seed: seed)
+        var generator = SeededRandom(seed: seed)
         try withTemporaryDirectory { root in
             try writeJournal(root, groups: Self.groups)
             let log = try root.read(logFile), snapshot = try root.read(snapshotFile)
@@ -116,7 +117,7 @@ import Testing
 
     @Test func unreadableFilesNeverPreventStarting() throws {
         let seed = testSeed("unreadableFiles")
-        var generator = SeededGenerator(seed: seed)
+        var generator = SeededRandom(seed: seed)
         try withTemporaryDirectory { root in
             try writeJournal(root, groups: Self.groups)
             let log = try root.read(logFile), snapshot = try root.read(snapshotFile)

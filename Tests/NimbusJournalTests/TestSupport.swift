@@ -2,6 +2,7 @@ import Foundation
 import NimbusSystem
 import Testing
 @testable import NimbusJournal
+import NimbusTestSupport
 
 /// A fresh directory under the system's temporary directory; `withTemporaryDirectory`
 /// removes it afterwards.
@@ -98,20 +99,6 @@ func recordBoundaries(_ records: [JournalRecord], base: Int) -> [Range<Int>] {
     }
 }
 
-/// SplitMix64: a tiny seedable generator, so a failing random case can be replayed.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// A seed from `NIMBUS_TEST_SEED` (to replay a failure) or a fresh one, printed either way.
 func testSeed(_ test: String) -> UInt64 {
     let seed = ProcessInfo.processInfo.environment["NIMBUS_TEST_SEED"].flatMap { UInt64($0) }
@@ -120,7 +107,7 @@ func testSeed(_ test: String) -> UInt64 {
     return seed
 }
 
-func randomBytes(count: Int, using generator: inout SeededGenerator) -> [UInt8] {
+func randomBytes(count: Int, using generator: inout SeededRandom) -> [UInt8] {
     (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
 }
 

@@ -1,6 +1,7 @@
 import NimbusSystem
 import Testing
 @testable import NimbusSimulation
+import NimbusTestSupport
 
 /// A memory filesystem behind a fault injector.
 private func faulty(random: SeededRandom = SeededRandom(seed: 0), probabilities: [FileSystemOperation: Double] = [:],

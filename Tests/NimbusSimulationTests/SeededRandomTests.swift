@@ -1,5 +1,6 @@
 import Testing
 @testable import NimbusSimulation
+import NimbusTestSupport
 
 @Suite struct SeededRandomTests {
     @Test func aSeedFixesTheWholeSequence() {

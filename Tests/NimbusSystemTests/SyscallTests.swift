@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import Testing
 @testable import NimbusSystem
+import NimbusTestSupport
 
 @Suite struct SyscallTests {
     @Test func writeReadSeekResizeAndSync() throws {
@@ -161,21 +162,8 @@ func removeTree(_ path: SystemPath) {
     rm.waitUntilExit()
 }
 
-/// Deterministic bytes for a seed (SplitMix64), so failures can be replayed.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 func randomBytes(_ count: Int, seed: UInt64) -> [UInt8] {
-    var generator = SeededGenerator(seed: seed)
+    var generator = SeededRandom(seed: seed)
     var bytes = [UInt8](repeating: 0, count: count)
     bytes.withUnsafeMutableBytes { buffer in
         var offset = 0

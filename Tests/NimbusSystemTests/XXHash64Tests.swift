@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import NimbusSystem
+import NimbusTestSupport
 
 @Suite struct XXHash64Tests {
     @Test func publishedVectors() {
@@ -36,7 +37,7 @@ import Testing
         let seed = ProcessInfo.processInfo.environment["NIMBUS_TEST_SEED"].flatMap { UInt64($0) }
             ?? UInt64.random(in: .min ... .max)
         print("XXHash64Tests.streamingMatchesOneShot seed: \(seed)")
-        var generator = SeededGenerator(seed: seed)
+        var generator = SeededRandom(seed: seed)
         for _ in 0..<200 {
             let length = Int.random(in: 0...3000, using: &generator)
             let input = randomBytes(length, seed: generator.next())

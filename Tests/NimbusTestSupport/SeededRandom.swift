@@ -30,4 +30,22 @@ public struct SeededRandom: RandomNumberGenerator, Sendable, Hashable {
         let unit = Double(next() >> 11) * 0x1p-53
         return unit < probability
     }
+
+    /// A number in 0..<bound (the remainder of one draw: the slight bias does not matter to a test).
+    public mutating func next(below bound: Int) -> Int { Int(next() % UInt64(bound)) }
+
+    /// `count` bytes: each draw gives 8 (little-endian), the last draw as many as are left.
+    public mutating func bytes(_ count: Int) -> [UInt8] {
+        var result = [UInt8](repeating: 0, count: count)
+        result.withUnsafeMutableBytes { raw in
+            var offset = 0
+            while offset < count {
+                var word = next()
+                let n = min(8, count - offset)
+                withUnsafeBytes(of: &word) { raw.baseAddress!.advanced(by: offset).copyMemory(from: $0.baseAddress!, byteCount: n) }
+                offset += n
+            }
+        }
+        return result
+    }
 }
