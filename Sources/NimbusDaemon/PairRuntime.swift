@@ -60,6 +60,8 @@ public final class PairRuntime: @unchecked Sendable {
     /// When a halted pair next checks whether its folders are back.
     var nextHaltedCheck: Int64 = 0
     static let haltedCheckInterval: Int64 = 2_000_000_000
+    /// How much work (paths synced, events absorbed) makes going idle worth a `malloc_trim`.
+    static let trimAfterWork = 1_000
     /// When the versions store may next be pruned after a full scan.
     var nextPrune: Int64 = 0
     static let pruneInterval: Int64 = 600_000_000_000
@@ -84,6 +86,9 @@ public final class PairRuntime: @unchecked Sendable {
     let rootLock: DirectoryLock?
     var nextWatchdog: Int64?
     var lastStatus = ""
+    /// Paths synced and watch events absorbed since memory was last handed back to the
+    /// system: a burst frees far more than it keeps, spread over every thread's malloc arena.
+    var workSinceTrim = 0
     /// Fills real-name placeholders when programs open them; nil in the suffix style.
     var hydration: HydrationServer?
 
@@ -294,11 +299,20 @@ public final class PairRuntime: @unchecked Sendable {
             let deadlines = [paused ? nil : batcher.batcher.nextDeadline, engine.nextRetry, batcher.nextRescan, batcher.nextPoll,
                              usesCache && !paused ? nextCacheCheck : nil,
                              isHalted ? nextHaltedCheck : nil, nextWatchdog]
+            // Going idle after a burst: give back what the burst freed (the initial sync of
+            // 10 000 files leaves about 1.5 MiB of free pages behind; trimming after each pass
+            // missed what the watchers' echo events freed afterwards).
+            if workSinceTrim >= Self.trimAfterWork && batcher.batcher.nextDeadline == nil {
+                engine.returnFreeMemory()
+                workSinceTrim = 0
+            }
             for message in inbox.wait(until: deadlines.compactMap { $0 }.min(), clock: clock) {
                 switch message {
                 case .stop: return
                 case .run(let work): work()
-                case .events(let side, let events): absorb(events, from: side)
+                case .events(let side, let events):
+                    workSinceTrim += events.count
+                    absorb(events, from: side)
                 case .watcherStopped(let side):
                     watchers[side] = nil
                     batcher.polledSides.insert(side)
@@ -328,11 +342,11 @@ public final class PairRuntime: @unchecked Sendable {
             case .everything:
                 loadIgnoreRules()
                 engine.sync(nil)
-                engine.returnFreeMemory()
+                workSinceTrim += Self.trimAfterWork
             case .paths(let paths):
                 if paths.contains(RootMarkers.ignoreFile) { loadIgnoreRules() }
                 engine.sync(paths)
-                if paths.count > 1_000 { engine.returnFreeMemory() }
+                workSinceTrim += paths.count
             }
             if !isHalted { restartMissingWatchers() }
             pruneVersionsIfDue(now: now, afterFullScan: batch == .everything)

@@ -111,7 +111,10 @@ struct LiveFigures {
         }
         let steady = Stats.median(readings)!
         var figure = Figure(name: name, value: steady, unit: "MiB")
-        figure.targets = [Target(subject: "steady", bound: .below(64), actual: steady, unit: "MiB")]
+        // Issue 15's targets, for the build as packaged (--static-swift-stdlib): a build
+        // linking the Swift libraries dynamically maps about 4 MiB more of them.
+        let limit: Double = session.files <= 10_000 ? 16 : 48
+        figure.targets = [Target(subject: "steady", bound: .below(limit), actual: steady, unit: "MiB")]
         figure.runs = readings
         figure.extra = [("peak_mib", Double(peak) / 1024), ("files", Double(session.files)),
                         ("bytes_per_file", steady * 1024 * 1024 / Double(session.files))]
