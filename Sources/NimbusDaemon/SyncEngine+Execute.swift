@@ -54,8 +54,11 @@ extension SyncEngine {
                 continue
             }
             do {
+                let waiting = batch?.count
                 try perform(action, batch: &batch)
-                clearTransient(action.path)
+                // A copy waiting in the batch is still in progress: its state is cleared once
+                // it is installed (`installBatch`).
+                if batch?.count == waiting { clearTransient(action.path) }
             } catch {
                 handle(error, for: action, again: &again)
             }
@@ -174,7 +177,7 @@ extension SyncEngine {
             if fresh || verifiesCloudContent {
                 hash = try pending.prepared.contentHash ?? fs.contentHash(of: pending.prepared.temporary)
             }
-            if pending.side == .local { markState(.downloaded, of: pending.prepared.temporary) }
+            if pending.side == .local { markState(.downloaded, of: pending.prepared.temporary, isUnmarked: true) }
             let expectedHash = pending.side == .cloud && pending.replacing != nil ? expectedCloudHash(pending.path) : nil
             installed = try fs.install(pending.prepared, at: pending.path, replacing: pending.replacing,
                                        expectedHash: expectedHash, displacedTo: displaced, durable: durable)
@@ -189,7 +192,9 @@ extension SyncEngine {
             $0.base = base
             $0.isPlaceholder = false  // Real content on both sides now.
         }
-        if pending.side == .cloud { markState(.downloaded, of: pending.path) }
+        // A file new to the cloud is mostly unmarked too; one that carries the mark already (a
+        // copy made with `cp -a`) gets it written again, which is harmless.
+        if pending.side == .cloud { markState(.downloaded, of: pending.path, isUnmarked: pending.replacing == nil) }
         noteInstalled(pending.path, on: pending.side, hash: hash)
         if displaced != nil, let replaced = pending.replacing { noteVersionKept(size: replaced.size) }
         state.withLock {

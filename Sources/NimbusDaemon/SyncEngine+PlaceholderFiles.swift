@@ -174,12 +174,15 @@ extension SyncEngine {
 
     /// Writes `state` to the `user.nimbus.state` xattr of a local file, for scripts and file
     /// managers (DESIGN §2). Best effort: a filesystem without user xattrs is remembered and
-    /// not asked again.
-    func markState(_ fileState: FileState, of path: RelativePath) {
+    /// not asked again. The value is read first, so that an unchanged state changes nothing
+    /// (no ctime, no `IN_ATTRIB`), unless the caller knows the file has none (`isUnmarked`:
+    /// a temporary file of ours, or a file new to the journal) and the read would only cost
+    /// a system call.
+    func markState(_ fileState: FileState, of path: RelativePath, isUnmarked: Bool = false) {
         guard attributesSupported.load(ordering: .relaxed) else { return }
         let value = Array(fileState.name.utf8)
         do {
-            if try local.extendedAttribute(Placeholder.stateAttribute, of: path) == value { return }
+            if !isUnmarked, try local.extendedAttribute(Placeholder.stateAttribute, of: path) == value { return }
             try local.setExtendedAttribute(Placeholder.stateAttribute, of: path, to: value)
         } catch let error as SystemError where error.errno == .noSuchFile {
             return  // Not here (yet): a download in progress, a file just deleted.

@@ -1,5 +1,6 @@
 import CNimbus
 import Glibc
+import Synchronization
 
 /// Moves the bytes of one file into another, the fastest way the two filesystems allow:
 ///
@@ -11,7 +12,8 @@ import Glibc
 /// 3. `pread` / `pwrite` through a 1 MiB buffer, which works everywhere.
 ///
 /// A refusal moves on to the next way from the same offset; any other error is thrown with
-/// the file it concerns.
+/// the file it concerns. A filesystem that cannot clone is not asked again for the other
+/// files of the run (`CloneRefusals`): on ext4 every file would cost a failed ioctl.
 ///
 /// A sparse source (fewer blocks than its size needs) is copied sparse where cloning is not
 /// possible: only its data ranges (`SEEK_DATA` / `SEEK_HOLE`) are written, the holes are left
@@ -22,6 +24,8 @@ struct ContentTransfer {
     let output: FileDescriptor
     let source: RelativePath
     let temporary: RelativePath
+    /// The output's filesystem (`st_dev`), when known, so that a refused clone is remembered.
+    var destinationDevice: UInt64? = nil
 
     /// Bytes handed to the kernel per call: large enough to cost nothing, small enough for
     /// progress to move on a big file.
@@ -32,19 +36,27 @@ struct ContentTransfer {
                                                     .inappropriateIoctl, .notImplemented]
     private static let rangeRefusals: Set<Errno> = [.crossDevice, .notImplemented, .invalidArgument, .notSupported]
 
-    /// Copies `size` bytes, or fewer when the source ends early (it shrank: the caller's check
-    /// sees it), reporting the running total to `progress`. Returns the count copied.
-    func run(size: Int64, progress: (Int64) -> Void) throws -> Int64 {
+    /// Below this size the kernel's default read-ahead takes the whole file in: no advice.
+    static let adviceThreshold: Int64 = 256 << 10
+
+    /// Copies the source's `st_size` bytes (`status` is its fstat before the copy), or fewer
+    /// when it ends early (it shrank: the caller's check sees it), reporting the running total
+    /// to `progress`. Returns the count copied.
+    func run(status: stat, progress: (Int64) -> Void) throws -> Int64 {
+        let size = Int64(status.st_size)
         guard size > 0 else { return 0 }
         // Advice only: a filesystem that ignores it loses nothing.
-        try? Sys.fadvise(input.rawValue, POSIX_FADV_SEQUENTIAL)
-        if let cloned = try clone() {
+        if size > Self.adviceThreshold { try? Sys.fadvise(input.rawValue, POSIX_FADV_SEQUENTIAL) }
+        let devices = destinationDevice.map { CloneRefusals.Pair(source: UInt64(status.st_dev), destination: $0) }
+        if devices.map(CloneRefusals.contains) != true, let cloned = try clone(devices) {
             progress(cloned)
             return cloned
         }
         var state = DenseCopy()
         defer { state.buffer?.deallocate() }
-        if let copied = try copySparse(size: size, state: &state, progress: progress) { return copied }
+        if let copied = try copySparse(size: size, blocks: Int64(status.st_blocks), state: &state, progress: progress) {
+            return copied
+        }
         return try copy(from: 0, to: size, state: &state, progress: progress)
     }
 
@@ -56,9 +68,8 @@ struct ContentTransfer {
 
     /// The data ranges one by one, then the size; nil when the source has no holes, or this
     /// filesystem cannot say where they are (`SEEK_DATA` refused): copied densely then.
-    private func copySparse(size: Int64, state: inout DenseCopy, progress: (Int64) -> Void) throws -> Int64? {
-        let blocks = try attributing("fstat", source.shown) { try Sys.fstat(input.rawValue).st_blocks }
-        guard Int64(blocks) * 512 < size else { return nil }
+    private func copySparse(size: Int64, blocks: Int64, state: inout DenseCopy, progress: (Int64) -> Void) throws -> Int64? {
+        guard blocks * 512 < size else { return nil }
         var offset: Int64 = 0
         while offset < size {
             let data: Int64
@@ -108,11 +119,15 @@ struct ContentTransfer {
         return offset
     }
 
-    /// The whole file, or nil when this filesystem pair cannot clone.
-    private func clone() throws -> Int64? {
+    /// The whole file, or nil when this filesystem pair cannot clone. A refusal that holds for
+    /// the whole filesystem pair is remembered for `devices`; `EINVAL` is not, because it can
+    /// be about these two files only (Btrfs refuses to clone between files of different
+    /// `nodatacow` settings).
+    private func clone(_ devices: CloneRefusals.Pair?) throws -> Int64? {
         do {
             try Sys.ficlone(output.rawValue, input.rawValue)
         } catch let error as Errno where Self.cloneRefusals.contains(error) {
+            if let devices, error != .invalidArgument { CloneRefusals.insert(devices) }
             return nil
         } catch let error as Errno {
             throw error.at("clone", temporary.shown)
@@ -142,4 +157,20 @@ struct ContentTransfer {
         }
         return read
     }
+}
+
+/// The filesystem pairs (by `st_dev`) that refused `FICLONE` in this process, so that each
+/// pair is asked once, not once per file. Forgetting costs one failed ioctl, so it is never
+/// cleared: a device number that comes back for another filesystem (unmounted, another
+/// mounted) is at worst copied without cloning.
+enum CloneRefusals {
+    struct Pair: Hashable, Sendable {
+        var source: UInt64
+        var destination: UInt64
+    }
+
+    private static let refused = Mutex<Set<Pair>>([])
+
+    static func contains(_ pair: Pair) -> Bool { refused.withLock { $0.contains(pair) } }
+    static func insert(_ pair: Pair) { _ = refused.withLock { $0.insert(pair) } }
 }

@@ -1,4 +1,9 @@
 import Glibc
+import Synchronization
+
+/// Where the temporary names of this process start (see `TemporaryFile.randomName`).
+private let temporaryNameStart = UInt64.random(in: .min ... .max)
+private let temporaryNameCounter = Atomic<UInt64>(0)
 
 /// The first half of an atomic copy (DESIGN §3): one regular file from a source root into a
 /// new temporary file of a destination root, with the source's mode and nanosecond mtime,
@@ -8,8 +13,10 @@ import Glibc
 struct Copier {
     let sourceRoot: FileDescriptor
     let destinationRoot: FileDescriptor
+    /// The destination root's filesystem (`st_dev`), for the memory of refused clones.
+    var destinationDevice: UInt64? = nil
 
-    /// Copies `source` into a new temporary file in `directory` of the destination root.
+    /// Copies `source` into a new temporary file of the destination root, placed as `placement` says.
     ///
     /// Throws `CopyError.sourceChanged` when the source is not `expected` (kind, size, mtime,
     /// inode) when opened, or when its size, mtime, inode or ctime moved while it was copied,
@@ -17,7 +24,7 @@ struct Copier {
     /// is not a regular file; `SystemError` for everything else. With `hashing`, the source's
     /// content hash is read after the copy, before the check that it did not change, so it is
     /// the hash of exactly what was copied.
-    func prepare(_ source: RelativePath, expected: FileMetadata, into directory: RelativePath, durable: Bool,
+    func prepare(_ source: RelativePath, expected: FileMetadata, into placement: TemporaryPlacement, durable: Bool,
                  hashing: Bool = false, progress: (Int64) -> Void) throws -> PreparedCopy {
         guard expected.kind == .file else { throw CopyError.notAFile(source) }
         let input = try openSource(source)
@@ -33,15 +40,13 @@ struct Copier {
                 throw CopyError.sourceChanged(source)
             }
 
-            let temporary = try attributing("create", directory.shown) {
-                try TemporaryFile.create(beneath: destinationRoot, in: directory)
-            }
+            let temporary = try TemporaryFile.create(beneath: destinationRoot, placement)
             let copied: Int64
             var hash: ContentHash?
             do {
-                let transfer = ContentTransfer(input: input, output: temporary.descriptor,
-                                               source: source, temporary: temporary.path)
-                copied = try transfer.run(size: found.size, progress: progress)
+                let transfer = ContentTransfer(input: input, output: temporary.descriptor, source: source,
+                                               temporary: temporary.path, destinationDevice: destinationDevice)
+                copied = try transfer.run(status: before, progress: progress)
                 try attributing("write", temporary.path.shown) {
                     // Mode and mtime last: writing would move the mtime again.
                     try temporary.descriptor.setPermissions(found.mode)
@@ -96,11 +101,52 @@ extension stat {
     }
 }
 
+/// Where a temporary file goes: into a directory of its own (`.nimbus/tmp/<device>` of the
+/// cloud root), or next to the file it will become.
+enum TemporaryPlacement {
+    /// This directory, created (with its parents) when it is missing.
+    case directory(RelativePath)
+    /// The directory of this path when it exists, else the root.
+    case beside(RelativePath)
+}
+
 /// A new file named `TemporaryName.prefix` + 16 random hex digits, created with `O_EXCL` and
 /// mode 0600 so nobody else can read a half-written copy.
 struct TemporaryFile {
     let path: RelativePath
     let descriptor: FileDescriptor
+
+    /// A new temporary file placed as `placement` says. The file is simply created: a missing
+    /// directory is made (or, beside a file, the root taken) only when the create says it is
+    /// missing, so a copy costs no mkdir or open of a directory that is there (issue 15).
+    static func create(beneath root: FileDescriptor, _ placement: TemporaryPlacement) throws -> TemporaryFile {
+        switch placement {
+        case .directory(let directory):
+            do {
+                return try create(beneath: root, in: directory)
+            } catch let error as Errno where error == .noSuchFile {
+                // Missing (the first copy, or someone removed it): made again, then used.
+                try attributing("mkdir", directory.shown) { try root.makeDirectories(directory) }
+            } catch let error as Errno {
+                throw error.at("create", directory.shown)
+            }
+            return try attributing("create", directory.shown) { try create(beneath: root, in: directory) }
+        case .beside(let path):
+            let directory = path.parent
+            do {
+                return try create(beneath: root, in: directory)
+            } catch let error as Errno where !directory.isRoot && Self.missingDirectory.contains(error) {
+                // No such directory here (yet), or not a real one (a file, a symlink): the root.
+                return try attributing("create", ".") { try create(beneath: root, in: .root) }
+            } catch let error as Errno {
+                throw error.at("create", directory.shown)
+            }
+        }
+    }
+
+    /// What openat2 answers when a directory on the way is missing, is not a directory or is
+    /// a symlink (refused), or leads out of the root.
+    private static let missingDirectory: Set<Errno> = [.noSuchFile, .notDirectory, .tooManySymlinks, .crossDevice]
 
     static func create(beneath root: FileDescriptor, in directory: RelativePath) throws -> TemporaryFile {
         while true {
@@ -115,10 +161,13 @@ struct TemporaryFile {
         }
     }
 
-    /// `prefix` + 16 hex digits from the system's random source.
+    /// `prefix` + 16 hex digits, different for every call: a counter scattered by an odd
+    /// multiplier (a bijection, so no two calls of this process repeat) from a start drawn
+    /// once from the system's random source, rather than one getrandom(2) per file. The names
+    /// need to be unique, not secret: every create is `O_EXCL`, and a taken name is skipped.
     static func randomName() -> [UInt8] {
         let digits = Array("0123456789abcdef".utf8)
-        var value = UInt64.random(in: .min ... .max)
+        var value = (temporaryNameStart &+ temporaryNameCounter.add(1, ordering: .relaxed).oldValue) &* 0x9E37_79B9_7F4A_7C15
         var name = TemporaryName.prefix
         for _ in 0..<16 {
             name.append(digits[Int(value & 0xF)])

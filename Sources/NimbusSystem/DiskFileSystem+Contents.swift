@@ -39,10 +39,7 @@ extension DiskFileSystem {
     /// over `path` and syncs the directory: readers see the old content or the new, whole.
     public func writeFile(_ path: RelativePath, contents: [UInt8], mode: UInt32) throws {
         try withRoot { root in
-            let directory = try temporaryDirectory(near: path, in: root)
-            let temporary = try attributing("create", directory.shown) {
-                try TemporaryFile.create(beneath: root, in: directory)
-            }
+            let temporary = try TemporaryFile.create(beneath: root, temporaryPlacement(near: path))
             do {
                 try attributing("write", temporary.path.shown) {
                     try temporary.descriptor.writeAll(contents)
@@ -73,14 +70,13 @@ extension DiskFileSystem {
     public func prepareCopy(of source: RelativePath, from sourceSystem: DiskFileSystem, expected: FileMetadata,
                             durable: Bool, progress: (Int64) -> Void) throws -> PreparedCopy {
         try sourceSystem.withRoot { sourceRoot in
-            try withRoot { root in
+            try rootDirectory.withDescriptorAndDevice { root, device in
                 // The protocol does not say where the copy will go; the engine installs it at the
                 // same path as the source, so its directory here is the best guess for "next to it".
-                let directory = try temporaryDirectory(near: source, in: root)
                 // A destination checked by content (a shared network cloud) needs the hash of
                 // every file copied to it: read from the source, not back through the network.
-                return try Copier(sourceRoot: sourceRoot, destinationRoot: root)
-                    .prepare(source, expected: expected, into: directory, durable: durable,
+                try Copier(sourceRoot: sourceRoot, destinationRoot: root, destinationDevice: device)
+                    .prepare(source, expected: expected, into: temporaryPlacement(near: source), durable: durable,
                              hashing: writeProtocol.verifiesContent, progress: progress)
             }
         }
@@ -156,16 +152,8 @@ extension DiskFileSystem {
 
     /// Where temporary files for `path` go: the configured directory (created when missing),
     /// else `path`'s directory when it exists here, else the root.
-    func temporaryDirectory(near path: RelativePath, in root: FileDescriptor) throws -> RelativePath {
-        if let temporaryDirectory {
-            try attributing("mkdir", temporaryDirectory.shown) { try root.makeDirectories(temporaryDirectory) }
-            return temporaryDirectory
-        }
-        let parent = path.parent
-        guard (try? FileDescriptor.open(beneath: root, parent, [.pathOnly, .directory]).close()) != nil else {
-            return .root
-        }
-        return parent
+    func temporaryPlacement(near path: RelativePath) -> TemporaryPlacement {
+        temporaryDirectory.map { .directory($0) } ?? .beside(path)
     }
 }
 

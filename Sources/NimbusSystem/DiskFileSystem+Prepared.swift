@@ -4,8 +4,7 @@ extension DiskFileSystem {
     public func prepareFile(near path: RelativePath, contents: [UInt8], mode: UInt32, mtime: Int64,
                             attributes: [(String, [UInt8])], durable: Bool) throws -> PreparedCopy {
         try withRoot { root in
-            let directory = try temporaryDirectory(near: path, in: root)
-            let temporary = try attributing("create", directory.shown) { try TemporaryFile.create(beneath: root, in: directory) }
+            let temporary = try TemporaryFile.create(beneath: root, temporaryPlacement(near: path))
             do {
                 let metadata = try attributing("write", temporary.path.shown) { () throws -> FileMetadata in
                     try temporary.descriptor.writeAll(contents)

@@ -20,7 +20,7 @@ public final class DiskFileSystem: FileSystem {
     public let root: SystemPath
     public let temporaryDirectory: RelativePath?
     public let protectsOpenWriters: Bool
-    private let rootDirectory: RootDirectory
+    let rootDirectory: RootDirectory
     /// How files are put in place; `.local` until the engine adopts what a probe found.
     let writeProtocolBox = Mutex<WriteProtocol>(.local)
     var writeProtocol: WriteProtocol { writeProtocolBox.withLock { $0 } }

@@ -15,8 +15,7 @@ extension DiskFileSystem {
                                            attributes: [(name: String, value: [UInt8])], marking group: FanotifyGroup?,
                                            durable: Bool, registered: (FileMetadata) -> Void) throws -> PreparedCopy {
         try withRoot { root in
-            let directory = try temporaryDirectory(near: path, in: root)
-            let temporary = try attributing("create", directory.shown) { try TemporaryFile.create(beneath: root, in: directory) }
+            let temporary = try TemporaryFile.create(beneath: root, temporaryPlacement(near: path))
             do {
                 let metadata = try attributing("create", temporary.path.shown) { () throws -> FileMetadata in
                     let file = temporary.descriptor

@@ -89,9 +89,10 @@ public enum RealNamePlaceholderFile {
         }
         do {
             let transfer = ContentTransfer(input: cloud, output: file, source: path, temporary: path)
-            // The writes move the mtime until it is restored below; a fill cut short is
-            // recognised at the next start (`undoInterruptedFill`).
-            let copied = try transfer.run(size: expected.size, progress: progress)
+            // `before` has the expected size (checked above). The writes move the mtime until
+            // it is restored below; a fill cut short is recognised at the next start
+            // (`undoInterruptedFill`).
+            let copied = try transfer.run(status: before, progress: progress)
             let after = try attributing("fstat", path.shown) { try Sys.fstat(cloud.rawValue) }
             guard copied == expected.size, after.isUnchanged(since: before) else { throw CopyError.sourceChanged(path) }
             try attributing("write", path.shown) {

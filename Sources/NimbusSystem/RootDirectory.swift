@@ -20,8 +20,13 @@ final class RootDirectory: Sendable {
 
     /// Runs `body` with the root's descriptor, opening the root on first use.
     func withDescriptor<R>(_ body: (FileDescriptor) throws -> R) throws -> R {
+        try withDescriptorAndDevice { descriptor, _ in try body(descriptor) }
+    }
+
+    /// Runs `body` with the root's descriptor and its filesystem's `st_dev`.
+    func withDescriptorAndDevice<R>(_ body: (FileDescriptor, UInt64) throws -> R) throws -> R {
         let directory = try current.withLock { $0 } ?? reopen()
-        return try withExtendedLifetime(directory) { try body(directory.descriptor) }
+        return try withExtendedLifetime(directory) { try body(directory.descriptor, directory.device) }
     }
 
     /// stat(2) of the root path (symlinks in it are followed: the user chose that path).
