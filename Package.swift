@@ -36,7 +36,7 @@ let package = Package(
         .executableTarget(name: "nimbusctl", dependencies: ["NimbusClient", "NimbusProtocol", "NimbusSystem"],
                           swiftSettings: strict),
         .executableTarget(name: "nimbus-bench",
-                          dependencies: ["NimbusDaemon", "NimbusJournal", "NimbusSystem", "NimbusCore"],
+                          dependencies: ["NimbusDaemon", "NimbusJournal", "NimbusSystem", "NimbusCore", "NimbusTestSupport"],
                           swiftSettings: strict),
         .testTarget(name: "NimbusSystemTests", dependencies: ["NimbusSystem", "NimbusTestSupport"]),
         .testTarget(name: "NimbusCoreTests", dependencies: ["NimbusCore", "NimbusTestSupport"]),

@@ -20,7 +20,7 @@ struct LiveFigures {
             if !session.daemon.isRunning {
                 // It crashed during the previous figure: start it again on the same folders
                 // and state (as systemd would), so the remaining figures are still measured.
-                let reason = "nimbusd \(session.daemon.exitDescription) during an earlier figure (\(session.daemon.logSummary().prefix(200)))"
+                let reason = "nimbusd ended (\(session.daemon.exitDescription)) during an earlier figure (\(session.daemon.logSummary().prefix(200)))"
                 do {
                     let daemon = try Daemon(local: session.local, cloud: session.cloud, stateDirectory: session.stateDirectory,
                                             logPath: workspace.fresh("nimbusd-restarted") + ".log")
@@ -69,7 +69,7 @@ struct LiveFigures {
         let settled = daemon.waitUntilIdle(quiet: 2, timeout: 180)
         guard let cpuStart = daemon.cpuSeconds(), let nsStart = daemon.liveThreadsCPUNanoseconds(),
               let switchesStart = daemon.contextSwitches() else {
-            return .failed(name, unit: "s", "cannot read /proc/\(daemon.pid)")
+            return .failed(name, unit: "s", "cannot read /proc/\(daemon.processID)")
         }
         var thirds: [Double] = []
         var last = cpuStart
@@ -88,7 +88,7 @@ struct LiveFigures {
                         ("cpu_ms_live_threads", Double((daemon.liveThreadsCPUNanoseconds() ?? nsStart) - nsStart) / 1e6),
                         ("wakeups", Double(switches)), ("wakeups_per_s", Double(switches) / Double(window)),
                         ("settle_wait_s", settled)]
-        figure.note = "utime+stime from /proc/\(daemon.pid)/stat (\(Int(Daemon.clockTicksPerSecond)) ticks/s) over \(window) s with \(session.files) files watched and nothing changing"
+        figure.note = "utime+stime from /proc/\(daemon.processID)/stat (\(Int(Daemon.clockTicksPerSecond)) ticks/s) over \(window) s with \(session.files) files watched and nothing changing"
             + (options.quick ? " (quick: shorter window than the 30 s of the target)" : "")
         return figure
     }
@@ -105,7 +105,7 @@ struct LiveFigures {
         var peak = 0
         for index in 0..<3 {
             if index > 0 { Monotonic.sleep(seconds: 1) }
-            guard let memory = daemon.memory() else { return .failed(name, unit: "MiB", "cannot read /proc/\(daemon.pid)/status") }
+            guard let memory = daemon.memory() else { return .failed(name, unit: "MiB", "cannot read /proc/\(daemon.processID)/status") }
             readings.append(Double(memory.rss) / 1024)
             peak = memory.peak
         }

@@ -283,7 +283,7 @@ final class ArrivalWatch {
             let events = try watcher.next(timeout: .nanoseconds(wait))
             if !events.isEmpty || poll != nil { return events }
             if !daemon.isRunning {
-                throw BenchError("nimbusd \(daemon.exitDescription) while the bench waited for its copies; log: \(daemon.logSummary())")
+                throw BenchError("nimbusd ended (\(daemon.exitDescription)) while the bench waited for its copies; log: \(daemon.logSummary())")
             }
         }
     }

@@ -1,15 +1,12 @@
 import Foundation
 import Glibc
+import NimbusTestSupport
 import Testing
 
 // The harness of the nimbusctl integration tests: a real `nimbusd` on temporary folders, and
 // `nimbusctl` run as a process with its stdout, stderr and exit status kept apart. Every wait
 // polls a condition until a deadline. Names start with `Ctl` so that they never collide with
 // the other harnesses of this test target.
-
-struct CtlFailure: Error, CustomStringConvertible {
-    var description: String
-}
 
 /// What one nimbusctl run printed and how it ended.
 struct CtlResult: CustomStringConvertible {
@@ -22,27 +19,13 @@ struct CtlResult: CustomStringConvertible {
     /// stdout read as one JSON document.
     func json() throws -> [String: Any] {
         guard let object = try JSONSerialization.jsonObject(with: Data(stdout.utf8)) as? [String: Any] else {
-            throw CtlFailure(description: "stdout is not a JSON object: \(self)")
+            throw HarnessFailure("stdout is not a JSON object: \(self)")
         }
         return object
     }
 }
 
 enum CtlHarness {
-    /// `nimbusd` and `nimbusctl` are built next to the test bundle.
-    static let binaryDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-    static var nimbusd: String { binaryDirectory.appendingPathComponent("nimbusd").path }
-    static var nimbusctl: String { binaryDirectory.appendingPathComponent("nimbusctl").path }
-
-    /// A fresh directory under /tmp (short, because socket paths are limited to 107 bytes).
-    static func temporaryDirectory() throws -> String {
-        var template = Array("/tmp/nimbus-ctl-XXXXXX".utf8CString)
-        guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
-            throw CtlFailure(description: "mkdtemp failed: errno \(errno)")
-        }
-        return String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-
     /// Runs `executable` to the end with stdout and stderr in files (pipes could fill up and
     /// block the child while the parent waits on the other one).
     static func run(_ executable: String, _ arguments: [String], environment: [String: String],
@@ -69,47 +52,20 @@ enum CtlHarness {
                          stdout: (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",
                          stderr: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
     }
-
-    /// Runs blocking work (waiting for a process) on a thread of its own: Swift concurrency
-    /// has one thread per core, and tests running in parallel would starve each other (and
-    /// their deadlines) if the waits blocked those.
-    static func blocking<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try work() }) }.start()
-        }
-    }
-
-    /// Polls `check` until it returns nil or `timeout` passes; `check` says what is missing.
-    static func eventually(_ what: String, timeout: Duration = .seconds(15), interval: Duration = .milliseconds(20),
-                           _ check: () async throws -> String?) async throws {
-        let deadline = ContinuousClock.now + timeout
-        var last = "not checked"
-        while true {
-            do {
-                guard let missing = try await check() else { return }
-                last = missing
-            } catch {
-                last = "\(error)"
-            }
-            if ContinuousClock.now >= deadline { break }
-            try await Task.sleep(for: interval)
-        }
-        throw CtlFailure(description: "timed out after \(timeout) waiting for \(what); last: \(last)")
-    }
 }
 
-/// One `nimbusd` with its own local, cloud and state folders and socket. Each test uses its
-/// own from one task at a time, hence the unchecked Sendable. Always `stop()` it.
-final class CtlDaemon: @unchecked Sendable {
+/// One `nimbusd` with its own local, cloud and state folders and socket, at the default log
+/// level and without a notification socket: ready when `nimbusctl status` answers. Each test
+/// uses its own from one task at a time. Always `stop()` it.
+final class CtlDaemon: NimbusdProcess, @unchecked Sendable {
     let root: String
     var local: String { root + "/local" }
     var cloud: String { root + "/cloud" }
     var socket: String { root + "/d.sock" }
-    var logPath: String { root + "/nimbusd.log" }
-    private var process: Process?
 
     init() throws {
-        root = try CtlHarness.temporaryDirectory()
+        root = try TemporaryDirectory.make("nimbus-ctl")
+        super.init(name: "nimbusd", logPath: root + "/nimbusd.log", notifyPath: nil)
         for folder in [local, cloud, root + "/state", root + "/config/nimbus"] {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         }
@@ -147,19 +103,10 @@ final class CtlDaemon: @unchecked Sendable {
 
     /// Starts the daemon and waits until `nimbusctl status` gets an answer.
     func start() async throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: CtlHarness.nimbusd)
-        process.arguments = ["--local", local, "--cloud", cloud, "--state-dir", root + "/state",
-                             "--socket", socket, "--device-name", "test"]
-        process.environment = environment
-        FileManager.default.createFile(atPath: logPath, contents: nil)
-        let log = FileHandle(forWritingAtPath: logPath)
-        process.standardOutput = log
-        process.standardError = log
-        try process.run()
-        self.process = process
-        try await CtlHarness.eventually("nimbusd to answer status\n\(logTail())") {
-            guard process.isRunning else { return "nimbusd exited with \(process.terminationStatus)" }
+        try launch(arguments: ["--local", local, "--cloud", cloud, "--state-dir", root + "/state",
+                               "--socket", socket, "--device-name", "test"], environment: environment)
+        try await Polling.eventually("nimbusd to answer status\n\(logTail())") {
+            guard isRunning else { return "nimbusd ended with \(exitDescription)" }
             let result = try await ctl(["status"])
             return result.status == 0 ? nil : "\(result)"
         }
@@ -169,33 +116,22 @@ final class CtlDaemon: @unchecked Sendable {
     func ctl(_ arguments: [String], in directory: String? = nil, environment extra: [String: String] = [:]) async throws -> CtlResult {
         let (arguments, environment, directory, scratch) = (["--socket", socket] + arguments, environment.merging(extra) { $1 },
                                                             directory ?? root, root)
-        return try await CtlHarness.blocking {
-            try CtlHarness.run(CtlHarness.nimbusctl, arguments, environment: environment, currentDirectory: directory, scratch: scratch)
+        return try await Polling.blocking {
+            try CtlHarness.run(NimbusdProcess.nimbusctl, arguments, environment: environment, currentDirectory: directory, scratch: scratch)
         }
     }
 
     /// `signal` (SIGTERM: a clean stop), a wait with a deadline, SIGKILL if it is stuck.
     /// The folders stay.
     func terminate(signal: Int32 = SIGTERM) async {
-        guard let process, process.isRunning else { return }
-        kill(process.processIdentifier, signal)
-        let deadline = ContinuousClock.now + .seconds(10)
-        while process.isRunning, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
-        if process.isRunning {
-            print("nimbusd did not stop within 10 s of signal \(signal); killed")
-            kill(process.processIdentifier, SIGKILL)
-            while process.isRunning { try? await Task.sleep(for: .milliseconds(10)) }
-        }
+        guard isRunning, let ended = try? await end(with: signal, within: .seconds(10)), !ended else { return }
+        print("nimbusd did not stop within 10 s of signal \(signal); killed\n\(stuck ?? "")")
     }
 
     /// Terminates the daemon, then the folders go.
     func stop() async {
         await terminate()
-        if ProcessInfo.processInfo.environment["NIMBUS_IT_KEEP"] == "1" {
-            print("kept \(root)")
-        } else {
-            try? FileManager.default.removeItem(atPath: root)
-        }
+        TemporaryDirectory.remove(root, label: "nimbusctl test")
     }
 
     func write(_ relative: String, _ text: String, side: String = "local") throws {
@@ -211,14 +147,9 @@ final class CtlDaemon: @unchecked Sendable {
 
     /// Waits until the cloud holds `text` at `relative` (the daemon synced it).
     func waitForCloud(_ relative: String, _ text: String) async throws {
-        try await CtlHarness.eventually("\(relative) to reach the cloud") {
+        try await Polling.eventually("\(relative) to reach the cloud") {
             read(relative, side: "cloud") == text ? nil : "cloud has \(read(relative, side: "cloud") ?? "nothing")"
         }
-    }
-
-    func logTail(lines: Int = 30) -> String {
-        let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
-        return "--- nimbusd log:\n" + text.split(separator: "\n").suffix(lines).joined(separator: "\n")
     }
 }
 
@@ -234,7 +165,7 @@ final class CtlWatch: @unchecked Sendable {
         errPath = daemon.root + "/watch-\(id).err"
         FileManager.default.createFile(atPath: outPath, contents: nil)
         FileManager.default.createFile(atPath: errPath, contents: nil)
-        process.executableURL = URL(fileURLWithPath: CtlHarness.nimbusctl)
+        process.executableURL = URL(fileURLWithPath: NimbusdProcess.nimbusctl)
         process.arguments = ["--socket", daemon.socket] + (json ? ["--json"] : []) + ["watch"]
         process.environment = daemon.environment
         process.standardInput = FileHandle.nullDevice

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import NimbusTestSupport
 
 /// The daemon's start (issue #13): folders that can never work end it before READY with a
 /// clear message and a sysexits code; a second daemon on a served local folder refuses to
@@ -13,7 +14,7 @@ struct DaemonStartTests {
         let logPath = sandbox + "/start-\(UUID().uuidString).log"
         FileManager.default.createFile(atPath: logPath, contents: nil)
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: CtlHarness.nimbusd)
+        process.executableURL = URL(fileURLWithPath: NimbusdProcess.nimbusd)
         process.arguments = arguments
         process.environment = environment
         process.standardOutput = FileHandle(forWritingAtPath: logPath)
@@ -22,12 +23,12 @@ struct DaemonStartTests {
         defer { process.killAndWait() }
         let exited = try await process.exited(within: .seconds(20))
         let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
-        guard exited else { throw CtlFailure(description: "nimbusd kept running (it should have exited):\n\(log)") }
+        guard exited else { throw HarnessFailure("nimbusd kept running (it should have exited):\n\(log)") }
         return (process.terminationStatus, log)
     }
 
     func sandbox() throws -> (root: String, environment: [String: String]) {
-        let root = try CtlHarness.temporaryDirectory()
+        let root = try TemporaryDirectory.make("nimbus-ctl")
         var environment = ProcessInfo.processInfo.environment
         environment["HOME"] = root
         environment["XDG_CONFIG_HOME"] = root + "/config"
@@ -72,17 +73,17 @@ struct DaemonStartTests {
         try FileManager.default.createDirectory(atPath: root + "/paired", withIntermediateDirectories: true)
         try "nimbus-root 1\ncloud=1234\n".write(toFile: root + "/paired/.nimbus-root", atomically: false, encoding: .utf8)
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: CtlHarness.nimbusd)
+        process.executableURL = URL(fileURLWithPath: NimbusdProcess.nimbusd)
         process.arguments = arguments(root, local: root + "/paired", cloud: root + "/mnt/share", name: "waits")
         process.environment = environment
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
         defer { process.killAndWait() }
-        try await CtlHarness.eventually("the daemon to answer while it waits for the cloud folder") {
+        try await Polling.eventually("the daemon to answer while it waits for the cloud folder") {
             guard process.isRunning else { return "exited: \(process.exitDescription)" }
-            let result = try await CtlHarness.blocking {
-                try CtlHarness.run(CtlHarness.nimbusctl, ["--socket", root + "/waits.sock", "--json", "status"],
+            let result = try await Polling.blocking {
+                try CtlHarness.run(NimbusdProcess.nimbusctl, ["--socket", root + "/waits.sock", "--json", "status"],
                                    environment: environment, currentDirectory: root, scratch: root)
             }
             return (try? result.json()["phase"] as? String) == "halted" ? nil : "\(result)"
@@ -103,14 +104,14 @@ struct DaemonStartTests {
         }
         try FileManager.default.createDirectory(atPath: root + "/cloud", withIntermediateDirectories: true)
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: CtlHarness.nimbusd)
+        process.executableURL = URL(fileURLWithPath: NimbusdProcess.nimbusd)
         process.arguments = arguments(root, local: root + "/new/deep/local", cloud: root + "/cloud")
         process.environment = environment
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
         defer { process.killAndWait() }
-        try await CtlHarness.eventually("the local folder to be created") {
+        try await Polling.eventually("the local folder to be created") {
             FileManager.default.fileExists(atPath: root + "/new/deep/local/.nimbus-root") ? nil : "not yet (\(process.exitDescription))"
         }
     }
@@ -129,7 +130,7 @@ struct DaemonStartTests {
             // The lock dies with its daemon, however it ends.
             await first.terminate(signal: SIGKILL)
             let process = Process()
-            process.executableURL = URL(fileURLWithPath: CtlHarness.nimbusd)
+            process.executableURL = URL(fileURLWithPath: NimbusdProcess.nimbusd)
             process.arguments = arguments(first.root, local: first.local, cloud: other, name: "third")
             process.environment = first.environment
             process.standardOutput = FileHandle.nullDevice
@@ -138,10 +139,10 @@ struct DaemonStartTests {
             defer { process.killAndWait() }
             // The local marker names the first cloud folder, so this pair halts (a problem of
             // its own), but the daemon started: its socket answers.
-            try await CtlHarness.eventually("the third daemon to answer") {
+            try await Polling.eventually("the third daemon to answer") {
                 guard process.isRunning else { return "exited: \(process.exitDescription)" }
-                let result = try await CtlHarness.blocking {
-                    try CtlHarness.run(CtlHarness.nimbusctl, ["--socket", first.root + "/third.sock", "--json", "status"],
+                let result = try await Polling.blocking {
+                    try CtlHarness.run(NimbusdProcess.nimbusctl, ["--socket", first.root + "/third.sock", "--json", "status"],
                                        environment: first.environment, currentDirectory: first.root, scratch: first.root)
                 }
                 return result.stdout.contains("\"phase\"") ? nil : "\(result)"

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import NimbusSystem
+import NimbusTestSupport
 
 /// A throwaway desktop for end-to-end tests of the file-manager side: Xvfb, a private session
 /// bus that activates nothing (no gvfs, tracker or dconf left behind) and Nautilus with the
@@ -66,7 +67,7 @@ final class DesktopSession {
     func startDisplay(size: String = "890x550") async throws {
         let file = root + "/display"
         try start("xvfb", "exec setsid Xvfb -displayfd 3 -screen 0 \(size)x24 -nolisten tcp -noreset 3>\(q(file))")
-        try await CtlHarness.eventually("Xvfb to report its display", timeout: .seconds(20)) {
+        try await Polling.eventually("Xvfb to report its display", timeout: .seconds(20)) {
             let text = ((try? String(contentsOfFile: file, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
             if Int(text) != nil { display = ":" + text; return nil }
             return "no display yet; log: \(log("xvfb"))"
@@ -100,7 +101,7 @@ final class DesktopSession {
     /// few KiB) and stays the same between two screenshots, then keeps it at `path`.
     func screenshot(to path: String, minimumBytes: Int = 10_000) async throws {
         var previous: Data?
-        try await CtlHarness.eventually("a drawn screen that stays the same between two screenshots", timeout: .seconds(60),
+        try await Polling.eventually("a drawn screen that stays the same between two screenshots", timeout: .seconds(60),
                                         interval: .milliseconds(300)) {
             let status = run("import -display \(q(display)) -window root \(q(path))")
             guard status == 0, let data = FileManager.default.contents(atPath: path) else { return "import exited \(status)" }

@@ -3,6 +3,7 @@ import NimbusClient
 import Glibc
 import Synchronization
 import Testing
+import NimbusTestSupport
 
 /// Leases for applications (issue #8) against the real daemon, through `nimbusctl lock`:
 /// nothing half-written reaches the cloud, a killed holder frees its lease, leases on one path
@@ -14,7 +15,7 @@ struct LeaseTests {
             do {
                 try await body(daemon)
             } catch {
-                throw CtlFailure(description: "\(error)\n\(daemon.logTail())")
+                throw HarnessFailure("\(error)\n\(daemon.logTail())")
             }
         }
     }
@@ -22,19 +23,19 @@ struct LeaseTests {
     /// The leases held or waited for by connections (the daemon's own locks left out).
     func clientLeases(_ d: CtlDaemon) async throws -> [[String: Any]] {
         let result = try await d.ctl(["--json", "locks"])
-        guard result.status == 0 else { throw CtlFailure(description: "locks failed: \(result)") }
+        guard result.status == 0 else { throw HarnessFailure("locks failed: \(result)") }
         return ((try result.json()["locks"] as? [[String: Any]]) ?? []).filter { $0["owner"] != nil }
     }
 
     func waitForNoLeases(_ d: CtlDaemon) async throws {
-        try await CtlHarness.eventually("every lease to be released", timeout: .seconds(30)) {
+        try await Polling.eventually("every lease to be released", timeout: .seconds(30)) {
             let leases = try await clientLeases(d)
             return leases.isEmpty ? nil : "still held: \(leases)"
         }
     }
 
     func waitForLease(_ d: CtlDaemon, _ path: String, state: String = "granted") async throws {
-        try await CtlHarness.eventually("a \(state) lease on \(path)", timeout: .seconds(30)) {
+        try await Polling.eventually("a \(state) lease on \(path)", timeout: .seconds(30)) {
             let leases = try await clientLeases(d)
             return leases.contains { $0["path"] as? String == path && $0["state"] as? String == state } ? nil : "leases: \(leases)"
         }
@@ -89,7 +90,7 @@ struct LeaseTests {
             try await d.waitForCloud("k.txt", "before")
             let pidFile = d.root + "/child.pid"
             let holder = try LeaseProcess(d, ["lock", "k.txt", "--", "sh", "-c", "echo $$ > '\(pidFile)'; exec sleep 60"])
-            try await CtlHarness.eventually("the command to start under the lease", timeout: .seconds(30)) {
+            try await Polling.eventually("the command to start under the lease", timeout: .seconds(30)) {
                 (try? String(contentsOfFile: pidFile, encoding: .utf8))?.isEmpty == false ? nil : "no pid file"
             }
             defer {
@@ -105,7 +106,7 @@ struct LeaseTests {
             try await holder.waitForExit()
             #expect(holder.status == 128 + SIGKILL || holder.status == SIGKILL)
             try await waitForNoLeases(d)
-            try await CtlHarness.eventually("k.txt to sync after the holder died", timeout: .seconds(30)) {
+            try await Polling.eventually("k.txt to sync after the holder died", timeout: .seconds(30)) {
                 let text = d.read("k.txt", side: "cloud")
                 return text == "changed under the lease" ? nil : "cloud has \(text ?? "nothing")"
             }
@@ -212,7 +213,7 @@ final class LeaseProcess: @unchecked Sendable {
     init(_ daemon: CtlDaemon, _ arguments: [String]) throws {
         outPath = daemon.root + "/lease-\(UUID().uuidString).out"
         FileManager.default.createFile(atPath: outPath, contents: nil)
-        process.executableURL = URL(fileURLWithPath: CtlHarness.nimbusctl)
+        process.executableURL = URL(fileURLWithPath: NimbusdProcess.nimbusctl)
         process.arguments = ["--socket", daemon.socket] + arguments
         process.environment = daemon.environment
         process.currentDirectoryURL = URL(fileURLWithPath: daemon.root)
@@ -230,7 +231,7 @@ final class LeaseProcess: @unchecked Sendable {
     func waitForExit(timeout: Duration = .seconds(10)) async throws {
         guard try await process.exited(within: timeout) else {
             kill(pid, SIGKILL)
-            throw CtlFailure(description: "nimbusctl \(process.arguments ?? []) still runs after \(timeout)")
+            throw HarnessFailure("nimbusctl \(process.arguments ?? []) still runs after \(timeout)")
         }
     }
 }
@@ -251,7 +252,7 @@ struct CoordinatedAccessTests {
                 }
             }
             let expected = (0..<20).map { "piece \($0)\n" }.joined()
-            try await CtlHarness.eventually("report.txt in the cloud", timeout: .seconds(10)) {
+            try await Polling.eventually("report.txt in the cloud", timeout: .seconds(10)) {
                 let cloud = try? String(contentsOfFile: daemon.cloud + "/report.txt", encoding: .utf8)
                 return cloud == expected ? nil : "cloud has \(cloud?.count ?? -1) bytes"
             }
@@ -259,7 +260,7 @@ struct CoordinatedAccessTests {
             #expect(read == expected)
             let leftovers = try FileManager.default.contentsOfDirectory(atPath: daemon.local).filter { $0.hasPrefix(".nimbus-tmp-") }
             #expect(leftovers.isEmpty)
-            try await CtlHarness.eventually("report.txt in sync", timeout: .seconds(10)) {
+            try await Polling.eventually("report.txt in sync", timeout: .seconds(10)) {
                 let states = try await connection.status(of: ["report.txt"])
                 return states["report.txt"]?.state == "downloaded" ? nil : "state \(String(describing: states["report.txt"]?.state))"
             }

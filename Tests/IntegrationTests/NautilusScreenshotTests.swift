@@ -3,6 +3,7 @@ import Glibc
 import NimbusClient
 import NimbusSystem
 import Testing
+import NimbusTestSupport
 
 /// End to end (issue 14): a real nimbusd on a folder with files in every state, Nautilus under
 /// Xvfb with the extension of this tree; the extension reads the states from the daemon and
@@ -89,7 +90,7 @@ struct NautilusScreenshotTests {
         let wanted = Dictionary(uniqueKeysWithValues: Self.expected.map { name, emblem in
             (["Holiday.jpg", "Video.mp4"].contains(name) ? onDisk(name) : d.local + "/" + name, emblem)
         })
-        try await CtlHarness.eventually("the extension to set every emblem", timeout: .seconds(60), interval: .milliseconds(100)) {
+        try await Polling.eventually("the extension to set every emblem", timeout: .seconds(60), interval: .milliseconds(100)) {
             let shown = desktop.emblems()
             let wrong = wanted.filter { shown[$0.key] != $0.value }.map { "\($0.key): \(shown[$0.key] ?? "none") instead of \($0.value)" }
             return wrong.isEmpty ? nil : wrong.sorted().joined(separator: "\n")

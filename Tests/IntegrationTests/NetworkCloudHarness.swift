@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import NimbusSystem
 import Testing
+import NimbusTestSupport
 
 // Network filesystems on loopback for the shared-cloud tests (DESIGN §3): a throwaway sshd
 // bound to 127.0.0.1 (its own host key, authorized key and port) mounted with sshfs, and an
@@ -37,7 +38,7 @@ enum NetworkCloud {
     /// A TCP port on 127.0.0.1 that was free a moment ago (the kernel picks it).
     static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw SyncFailure(description: "socket: errno \(errno)") }
+        guard fd >= 0 else { throw HarnessFailure("socket: errno \(errno)") }
         defer { close(fd) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -46,7 +47,7 @@ enum NetworkCloud {
         let bound = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
         }
-        guard bound else { throw SyncFailure(description: "bind 127.0.0.1:0: errno \(errno)") }
+        guard bound else { throw HarnessFailure("bind 127.0.0.1:0: errno \(errno)") }
         return Int(UInt16(bigEndian: address.sin_port))
     }
 

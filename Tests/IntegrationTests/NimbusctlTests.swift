@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import NimbusTestSupport
 
 /// nimbusctl against a real nimbusd on temporary folders: every command, in human and
 /// `--json` form, and the exit statuses 0, 1, 2 and 69.
@@ -12,7 +13,7 @@ struct NimbusctlTests {
             do {
                 try await body(daemon)
             } catch {
-                throw CtlFailure(description: "\(error)\n\(daemon.logTail())")
+                throw HarnessFailure("\(error)\n\(daemon.logTail())")
             }
         }
     }
@@ -115,7 +116,7 @@ struct NimbusctlTests {
             try d.write("notes.txt", "cloud edit", side: "cloud")
             #expect(try await d.ctl(["resume"]).status == 0)
             _ = try await d.ctl(["rescan"])
-            try await CtlHarness.eventually("notes.txt in conflict") {
+            try await Polling.eventually("notes.txt in conflict") {
                 let result = try await d.ctl(["--json", "conflicts"])
                 let conflicts = try result.json()["conflicts"] as? [[String: Any]] ?? []
                 return conflicts.contains { $0["path"] as? String == "notes.txt" } ? nil : "\(result)"
@@ -155,7 +156,7 @@ struct NimbusctlTests {
             let restored = try await d.ctl(["restore", "r.txt", "--version", id, "--to", "old.txt"])
             #expect(restored.status == 0, "\(restored)")
             #expect(restored.stdout.contains("Restored version \(id) of r.txt as old.txt"))
-            try await CtlHarness.eventually("old.txt to sync down") {
+            try await Polling.eventually("old.txt to sync down") {
                 d.read("old.txt") == "one" ? nil : "local old.txt: \(d.read("old.txt") ?? "missing")"
             }
             let json = try await d.ctl(["--json", "restore", "r.txt", "--to", "old2.txt"])
@@ -199,7 +200,7 @@ struct NimbusctlTests {
         // A new file until both watchers have reported one: a watcher may subscribe after
         // the first write, so one file alone could be missed.
         var written: [String] = []
-        try await CtlHarness.eventually("both watchers to report a new file") {
+        try await Polling.eventually("both watchers to report a new file") {
             let name = "w\(written.count).txt"
             try daemon.write(name, "x")
             written.append(name)
@@ -214,19 +215,19 @@ struct NimbusctlTests {
         }
         // When the daemon stops, watch ends: the daemon is not reachable any more, exit 69.
         await daemon.terminate()
-        try await CtlHarness.eventually("watch to exit") { human.isRunning || json.isRunning ? "still running" : nil }
+        try await Polling.eventually("watch to exit") { human.isRunning || json.isRunning ? "still running" : nil }
         #expect(human.status == 69, "stderr: \(human.errors)")
         #expect(human.errors.contains("closed the connection"))
         #expect(json.status == 69)
     }
 
     @Test func noDaemonExits69WithHowToStartIt() async throws {
-        let scratch = try CtlHarness.temporaryDirectory()
+        let scratch = try TemporaryDirectory.make("nimbus-ctl")
         defer { try? FileManager.default.removeItem(atPath: scratch) }
         let environment = ["XDG_RUNTIME_DIR": scratch, "HOME": scratch, "PATH": "/usr/bin:/bin"]
         func run(_ arguments: [String]) async throws -> CtlResult {
-            try await CtlHarness.blocking {
-                try CtlHarness.run(CtlHarness.nimbusctl, arguments, environment: environment, currentDirectory: scratch, scratch: scratch)
+            try await Polling.blocking {
+                try CtlHarness.run(NimbusdProcess.nimbusctl, arguments, environment: environment, currentDirectory: scratch, scratch: scratch)
             }
         }
         let human = try await run(["status"])
@@ -250,8 +251,8 @@ struct NimbusctlTests {
 @Suite(.timeLimit(.minutes(2)))
 struct NimbusctlTestsWithoutDaemon {
     func run(_ arguments: [String]) async throws -> CtlResult {
-        try await CtlHarness.blocking {
-            try CtlHarness.run(CtlHarness.nimbusctl, arguments, environment: ["PATH": "/usr/bin:/bin"], currentDirectory: "/",
+        try await Polling.blocking {
+            try CtlHarness.run(NimbusdProcess.nimbusctl, arguments, environment: ["PATH": "/usr/bin:/bin"], currentDirectory: "/",
                                scratch: NSTemporaryDirectory())
         }
     }
@@ -296,7 +297,7 @@ struct NimbusctlTestsWithoutDaemon {
         let file = NSTemporaryDirectory() + "/nimbusctl-completion-\(UUID().uuidString).bash"
         try script.stdout.write(toFile: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: file) }
-        let check = try await CtlHarness.blocking {
+        let check = try await Polling.blocking {
             try CtlHarness.run("/bin/bash", ["-n", file], environment: [:], currentDirectory: "/", scratch: NSTemporaryDirectory())
         }
         #expect(check.status == 0, "\(check)")
@@ -317,10 +318,10 @@ struct NimbusctlTestsWithoutDaemon {
             return
         }
         func onTerminal(_ extra: [String] = [], environment: [String: String] = [:]) async throws -> String {
-            let line = ([CtlHarness.nimbusctl, "--socket", daemon.socket] + extra + ["ls"]).joined(separator: " ")
+            let line = ([NimbusdProcess.nimbusctl, "--socket", daemon.socket] + extra + ["ls"]).joined(separator: " ")
             let environment = daemon.environment.merging(["TERM": "xterm"].merging(environment) { $1 }) { $1 }
             let root = daemon.root
-            return try await CtlHarness.blocking {
+            return try await Polling.blocking {
                 try CtlHarness.run("/usr/bin/script", ["-qec", line, "/dev/null"], environment: environment,
                                    currentDirectory: root, scratch: root).stdout
             }

@@ -1,30 +1,25 @@
 import Foundation
 import Glibc
-import Testing
 import NimbusTestSupport
+import Testing
 
 // The harness of the placeholder integration tests (issue #5): a real `nimbusd` started with a
 // mode and a config file of the test's choosing, `nimbusctl` run with its stdout, stderr and
 // exit status kept apart, xattrs, big files compared with cmp(1), and counts of copies taken
-// from the daemon's log. It reuses SyncSandbox (folders, tmpfs), SyncNotifyListener (READY=1)
+// from the daemon's log. It reuses SyncSandbox (folders, tmpfs), NimbusdProcess (the daemon)
 // and CtlHarness (running nimbusctl off the cooperative threads). Names start with
 // `Placeholder` so that they never collide with the other harnesses of this test target.
 
-struct PlaceholderFailure: Error, CustomStringConvertible {
-    var description: String
-}
-
 /// One `nimbusd` on `local` and `cloud` of a sandbox, restartable, with its settings in a
 /// config file written at every launch: change `mode` or `config` between a stop and a start.
-final class PlaceholderDaemon {
+/// Starting, READY=1, stopping and the log are NimbusdProcess's.
+final class PlaceholderDaemon: NimbusdProcess {
     let sandbox: SyncSandbox
     let local: String
     let cloud: String
     let stateDirectory: String
     let socketPath: String
-    let logPath: String
     let configPath: String
-    let notifyPath: String
     /// `--mode`.
     var mode = "on-demand"
     /// The config file: section → key → value (sections `placeholders`, `cache`, …).
@@ -32,10 +27,6 @@ final class PlaceholderDaemon {
     /// `[placeholders] style`, unless `config` sets it: these tests were written for the suffix
     /// style, which runs everywhere; the real-name tests set `real-name` (or nil for `auto`).
     var style: String? = "suffix"
-    private var process: Process?
-    private var notify: SyncNotifyListener?
-    private var readyBaseline = 0
-    private(set) var launches = 0
 
     init(_ sandbox: SyncSandbox, local: String = "local", cloud: String = "cloud") throws {
         self.sandbox = sandbox
@@ -43,17 +34,15 @@ final class PlaceholderDaemon {
         self.cloud = try sandbox.folder(cloud)
         stateDirectory = try sandbox.folder("state")
         socketPath = sandbox.root + "/ctl.sock"
-        logPath = sandbox.root + "/nimbusd.log"
         configPath = sandbox.root + "/nimbus.conf"
-        notifyPath = sandbox.root + "/notify.sock"
+        super.init(name: "nimbusd", logPath: sandbox.root + "/nimbusd.log", notifyPath: sandbox.root + "/notify.sock")
+        logWaitTimeout = .seconds(10)
     }
 
     var arguments: [String] {
         ["--local", local, "--cloud", cloud, "--state-dir", stateDirectory, "--socket", socketPath,
          "--device-name", "alpha", "--log-level", "debug", "--mode", mode, "--config", configPath]
     }
-
-    var isRunning: Bool { process?.isRunning ?? false }
 
     /// The environment of both programs: a home of the sandbox, no systemd.
     var environment: [String: String] {
@@ -86,101 +75,14 @@ final class PlaceholderDaemon {
     func start(timeout: Duration = .seconds(30)) async throws {
         guard !isRunning else { throw failure("already running") }
         try writeConfig()
-        if notify == nil { notify = try SyncNotifyListener(path: notifyPath) }
-        readyBaseline = notify!.readyCount
-        launches += 1
-        let fd = open(logPath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw PlaceholderFailure(description: "cannot open \(logPath): errno \(errno)") }
-        let log = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         let settings = (try? String(contentsOfFile: configPath, encoding: .utf8)) ?? ""
-        log.write(Data("=== launch #\(launches): nimbusd \(arguments.joined(separator: " "))\n=== config:\n\(settings)".utf8))
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: SyncHarness.nimbusd)
-        process.arguments = arguments
-        var environment = self.environment
-        environment["NOTIFY_SOCKET"] = notifyPath
-        process.environment = environment
-        process.standardError = log
-        process.standardOutput = log
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        self.process = process
-        let deadline = ContinuousClock.now + timeout
-        while notify!.readyCount <= readyBaseline {
-            guard process.isRunning else { throw failure("exited before it was ready (\(exitDescription))") }
-            if ContinuousClock.now >= deadline { throw failure("did not send READY=1 within \(timeout)") }
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        try launch(arguments: arguments, environment: environment, note: "=== config:\n\(settings)")
+        try await waitUntilReady(timeout: timeout)
     }
 
     /// SIGTERM; expects a clean exit 0 within `timeout` (recorded as an issue otherwise).
     func stop(timeout: Duration = .seconds(10), sourceLocation: SourceLocation = #_sourceLocation) async throws {
-        guard let process, process.isRunning else { throw failure("was not running at stop (\(exitDescription))") }
-        kill(process.processIdentifier, SIGTERM)
-        if !(try await waitForExit(timeout: timeout)) {
-            Issue.record("nimbusd did not exit within \(timeout) of SIGTERM; killed", sourceLocation: sourceLocation)
-            kill(process.processIdentifier, SIGKILL)
-            _ = try await waitForExit(timeout: .seconds(10))
-            return
-        }
-        if process.terminationReason != .exit || process.terminationStatus != 0 {
-            Issue.record("SIGTERM ended nimbusd with \(exitDescription), expected exit status 0\n\(logTail(lines: 30))",
-                         sourceLocation: sourceLocation)
-        }
-    }
-
-    /// Polls `condition` on this thread every 100 µs for up to `timeout` seconds, without
-    /// waiting for the test's task to be scheduled again between polls (which takes
-    /// milliseconds on a busy machine, longer than a fill from the page cache): for catching
-    /// a fill under way. True when it held in time.
-    static func spin(timeout: Double, until condition: () -> Bool) -> Bool {
-        let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
-        while ContinuousClock.now < deadline {
-            if condition() { return true }
-            usleep(100)
-        }
-        return condition()
-    }
-
-    /// SIGSTOP: every thread of the daemon stands still where it is (a fill half done), so
-    /// that a kill -9 after it lands mid-fill however fast the disk is.
-    func freeze() {
-        if let process, process.isRunning { kill(process.processIdentifier, SIGSTOP) }
-    }
-
-    /// kill -9, and waits until it is gone.
-    func crash() async throws {
-        guard let process, process.isRunning else { throw failure("was not running at kill -9 (\(exitDescription))") }
-        kill(process.processIdentifier, SIGKILL)
-        guard try await waitForExit(timeout: .seconds(10)) else { throw failure("still running 10 s after SIGKILL") }
-    }
-
-    /// Whether it exited within `timeout`.
-    func waitForExit(timeout: Duration) async throws -> Bool {
-        try await process?.exited(within: timeout) ?? true
-    }
-
-    func killIfRunning() {
-        process?.killAndWait()
-        notify?.stop()
-    }
-
-    var exitDescription: String { process?.exitDescription ?? "never started" }
-
-    // MARK: Log
-
-    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
-    var logMark: Int { log.utf8.count }
-
-    func logTail(lines: Int = 60) -> String {
-        "--- nimbusd log (\(logPath)), last \(lines) lines:\n"
-            + log.split(separator: "\n", omittingEmptySubsequences: false).suffix(lines).joined(separator: "\n")
-    }
-
-    func logLines(containing text: String, since mark: Int = 0) -> [String] {
-        let bytes = Array(log.utf8)
-        guard mark < bytes.count else { return [] }
-        return String(decoding: bytes[mark...], as: UTF8.self).split(separator: "\n").filter { $0.contains(text) }.map(String.init)
+        try await stopExpectingCleanExit(timeout: timeout, sourceLocation: sourceLocation)
     }
 
     /// The copies of `path` started (after `mark`): the daemon logs `downloading PATH (N bytes)`
@@ -194,35 +96,15 @@ final class PlaceholderDaemon {
         logLines(containing: " bytes)", since: mark).filter { $0.contains("downloading ") && !$0.contains("was opened") }
     }
 
-    @discardableResult
-    func waitForLog(_ text: String, since mark: Int = 0, timeout: Duration = .seconds(10)) async throws -> String {
-        var found: String?
-        try await eventually("a log line containing \"\(text)\"", timeout: timeout) {
-            found = logLines(containing: text, since: mark).first
-            return found == nil ? "not yet" : nil
-        }
-        return found!
-    }
-
-    func failure(_ message: String) -> PlaceholderFailure {
-        PlaceholderFailure(description: "[\(sandbox.label)] \(message)\n\(logTail())")
-    }
-
-    /// Polls `check` until it returns nil or the deadline passes; `check` says what is missing.
-    func eventually(_ what: String, timeout: Duration = .seconds(10), interval: Duration = .milliseconds(10),
-                    _ check: () async throws -> String?) async throws {
-        do {
-            try await CtlHarness.eventually(what, timeout: timeout, interval: interval, check)
-        } catch let timedOut as CtlFailure {
-            throw failure(timedOut.description)
-        }
+    override func failure(_ message: String) -> HarnessFailure {
+        HarnessFailure("[\(sandbox.label)] \(message)\n\(logTail())")
     }
 
     func ctl(_ arguments: [String], environment extra: [String: String] = [:]) async throws -> CtlResult {
         let arguments = ["--socket", socketPath] + arguments
         let environment = environment.merging(extra) { $1 }
         let scratch = sandbox.root
-        return try await CtlHarness.blocking {
+        return try await Polling.blocking {
             try CtlHarness.run(SyncHarness.nimbusctl, arguments, environment: environment, currentDirectory: scratch, scratch: scratch)
         }
     }
@@ -313,7 +195,7 @@ enum PlaceholderFiles {
         let t = timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
         let times = [t, t]
         guard utimensat(AT_FDCWD, path, times, 0) == 0 else {
-            throw PlaceholderFailure(description: "utimensat \(path): \(String(cString: strerror(errno)))")
+            throw HarnessFailure("utimensat \(path): \(String(cString: strerror(errno)))")
         }
     }
 
@@ -346,7 +228,7 @@ enum PlaceholderFiles {
         var random = SeededRandom(seed: seed)
         var block = random.bytes(1 << 20)
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw PlaceholderFailure(description: "open \(path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw HarnessFailure("open \(path): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         for index in 0..<megabytes {
             withUnsafeBytes(of: UInt64(index) &* 0x9E37_79B9_7F4A_7C15 ^ seed) { word in
@@ -421,7 +303,7 @@ final class PlaceholderProcess: @unchecked Sendable {
         var input: FileHandle?
         if let standardInput {
             guard let handle = FileHandle(forReadingAtPath: standardInput) else {
-                throw PlaceholderFailure(description: "cannot open \(standardInput) for reading")
+                throw HarnessFailure("cannot open \(standardInput) for reading")
             }
             input = handle
             process.standardInput = handle
@@ -443,7 +325,7 @@ final class PlaceholderProcess: @unchecked Sendable {
     func waitForExit(timeout: Duration = .seconds(20)) async throws {
         guard try await process.exited(within: timeout) else {
             kill(pid, SIGKILL)
-            throw PlaceholderFailure(description: "\(process.arguments ?? []) still runs after \(timeout)")
+            throw HarnessFailure("\(process.arguments ?? []) still runs after \(timeout)")
         }
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import NimbusTestSupport
 
 /// Files on demand against hostile folders and clients (issue #5, DESIGN §5, §7): odd names,
 /// special files where placeholders go, a crash inside evict, a full disk, mode switches and
@@ -52,9 +53,9 @@ struct PlaceholderHostileTests {
     /// and returns the answers that carry an `id` (notifications are skipped), in order of
     /// arrival; fails when they do not all come within `timeout`.
     static func rpc(_ socketPath: String, _ requests: [String], timeout: Duration = .seconds(10)) async throws -> [[String: Any]] {
-        let lines = try await CtlHarness.blocking { () throws -> [String] in
+        let lines = try await Polling.blocking { () throws -> [String] in
             let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            guard fd >= 0 else { throw PlaceholderFailure(description: "socket: errno \(errno)") }
+            guard fd >= 0 else { throw HarnessFailure("socket: errno \(errno)") }
             defer { close(fd) }
             var address = sockaddr_un()
             address.sun_family = sa_family_t(AF_UNIX)
@@ -65,7 +66,7 @@ struct PlaceholderHostileTests {
             let connected = withUnsafePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
             }
-            guard connected == 0 else { throw PlaceholderFailure(description: "connect \(socketPath): errno \(errno)") }
+            guard connected == 0 else { throw HarnessFailure("connect \(socketPath): errno \(errno)") }
             try SyncFiles.writeAll(fd, Array(requests.map { $0 + "\n" }.joined().utf8), Array(socketPath.utf8))
             let deadline = ContinuousClock.now + timeout
             var buffer: [UInt8] = []
@@ -74,14 +75,14 @@ struct PlaceholderHostileTests {
             while answers.count < requests.count {
                 let left = deadline - ContinuousClock.now
                 guard left > .zero else {
-                    throw PlaceholderFailure(description: "only \(answers.count) of \(requests.count) answers within \(timeout): \(answers)")
+                    throw HarnessFailure("only \(answers.count) of \(requests.count) answers within \(timeout): \(answers)")
                 }
                 var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
                 let millis = Int32(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
                 guard poll(&poller, 1, millis) > 0 else { continue }
                 let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
                 guard n > 0 else {
-                    throw PlaceholderFailure(description: "the daemon closed the connection after \(answers.count) answers: \(answers)")
+                    throw HarnessFailure("the daemon closed the connection after \(answers.count) answers: \(answers)")
                 }
                 buffer += chunk[..<n]
                 while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
@@ -94,7 +95,7 @@ struct PlaceholderHostileTests {
         }
         return try lines.map { line in
             guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
-                throw PlaceholderFailure(description: "not a JSON object: \(line)")
+                throw HarnessFailure("not a JSON object: \(line)")
             }
             return object
         }
@@ -414,7 +415,7 @@ struct PlaceholderHostileTests {
             for i in 0..<20 {
                 let arguments = ["--socket", socket, "--json", i % 2 == 0 ? "download" : "evict", "race.bin"]
                 group.addTask {
-                    try await CtlHarness.blocking {
+                    try await Polling.blocking {
                         try CtlHarness.run(SyncHarness.nimbusctl, arguments, environment: environment, currentDirectory: scratch, scratch: scratch)
                     }
                 }

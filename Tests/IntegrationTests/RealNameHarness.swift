@@ -64,7 +64,7 @@ enum RealNameSupport {
         for path in paths {
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
             let result = SyncHarness.run(SyncHarness.tool("chown"), ["-R", "\(nobody.uid):\(nobody.gid)", path])
-            guard result.status == 0 else { throw SyncFailure(description: "chown -R nobody \(path): \(result.output)") }
+            guard result.status == 0 else { throw HarnessFailure("chown -R nobody \(path): \(result.output)") }
         }
     }
 
@@ -96,7 +96,7 @@ enum RealName {
         let s = try PlaceholderSandbox(label, local: image == nil ? "local" : "image/local", base: RealNameSupport.base) { sandbox in
             guard let image else { return }
             if let problem = try sandbox.mountImage("image", filesystem: image, megabytes: megabytes) {
-                throw SyncFailure(description: "[\(label)] \(problem)")
+                throw HarnessFailure("[\(label)] \(problem)")
             }
         }
         s.daemon.config = ["placeholders": ["style": "real-name", "open-rate-limit": "1000000"]]
@@ -156,7 +156,7 @@ final class OpenCounter {
     init(_ path: String) throws {
         descriptor = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
         guard descriptor >= 0, inotify_add_watch(descriptor, path, UInt32(IN_OPEN)) >= 0 else {
-            throw SyncFailure(description: "inotify on \(path): \(String(cString: strerror(errno)))")
+            throw HarnessFailure("inotify on \(path): \(String(cString: strerror(errno)))")
         }
     }
 

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import NimbusSystem
 import Testing
+import NimbusTestSupport
 
 /// kill -9 with systemd keeping the fanotify group (DESIGN §5): the test plays systemd's
 /// file-descriptor store. nimbusd hands its group over with `FDSTORE=1`; after the kill the
@@ -36,7 +37,7 @@ struct RealNameKeptGroupTests {
         let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline {
             guard let (bytes, descriptor) = try socket.receiveWithDescriptor(timeoutMilliseconds: 200) else {
-                if kill(pid, 0) != 0 { throw SyncFailure(description: "nimbusd exited before READY=1") }
+                if kill(pid, 0) != 0 { throw HarnessFailure("nimbusd exited before READY=1") }
                 continue
             }
             let text = String(decoding: bytes, as: UTF8.self)
@@ -50,7 +51,7 @@ struct RealNameKeptGroupTests {
             }
             if text.split(separator: "\n").contains("READY=1") { return }
         }
-        throw SyncFailure(description: "no READY=1 within 60 s")
+        throw HarnessFailure("no READY=1 within 60 s")
     }
 
     @Test("kill -9 during a 200 MB fill with the group kept (systemd's FDSTORE): the waiting reader gets EIO, never partial bytes; the next reader the right ones")
@@ -77,7 +78,7 @@ struct RealNameKeptGroupTests {
         let file = d.local + "/big.bin", during = s.root + "/during.bin"
         let reader = try PlaceholderProcess("/bin/sh", ["-c", #"cat "$1" > "$2""#, "sh", file, during], scratch: s.root)
         defer { reader.stop() }
-        let began = PlaceholderDaemon.spin(timeout: 60) { (P.status(file)?.st_blocks ?? 0) > 0 || !reader.isRunning }
+        let began = Polling.spin(timeout: .seconds(60)) { (P.status(file)?.st_blocks ?? 0) > 0 || !reader.isRunning }
         kill(first.pid, SIGSTOP)  // On a fast disk the fill would end between the poll and the kill.
         try #require(began, "the fill did not begin within 60 s")
         kill(first.pid, SIGKILL)

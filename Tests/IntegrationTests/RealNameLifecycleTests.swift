@@ -37,7 +37,7 @@ struct RealNameLifecycleTests {
         var random = SeededRandom(seed: SyncHarness.seed("realNameKill"))
         let target = Int64.random(in: (1 << 20)..<(150 << 20), using: &random) >> (2 * (attempt - 1))
         var filled: Int64 = 0
-        let reached = PlaceholderDaemon.spin(timeout: 60) {
+        let reached = Polling.spin(timeout: .seconds(60)) {
             filled = Int64(P.status(file)?.st_blocks ?? 0) * 512
             return filled >= target || !reader.isRunning
         }

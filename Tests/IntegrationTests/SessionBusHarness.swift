@@ -3,6 +3,7 @@ import Glibc
 import NimbusSystem
 import Synchronization
 import Testing
+import NimbusTestSupport
 
 /// A private session bus: `dbus-daemon --session` listening in a temporary directory, started
 /// through `ChildProcess.spawn` (no inherited descriptors), stopped with SIGTERM.
@@ -24,7 +25,7 @@ final class SessionBus {
         let bus = SessionBus(directory: directory, socketPath: socketPath, pid: pid)
         let deadline = ContinuousClock.now + .seconds(20)
         while (try? DBusConnection.connect(socketPath: socketPath, uid: getuid(), timeoutMilliseconds: 2_000)) == nil {
-            guard ContinuousClock.now < deadline else { throw SyncFailure(description: "dbus-daemon did not listen on \(socketPath) within 20 s") }
+            guard ContinuousClock.now < deadline else { throw HarnessFailure("dbus-daemon did not listen on \(socketPath) within 20 s") }
             try await Task.sleep(for: .milliseconds(20))
         }
         return bus
@@ -71,7 +72,7 @@ final class NotificationRecorder: @unchecked Sendable {
         let reply = try connection.call(.methodCall(destination: DBusConnection.busName, path: DBusConnection.busPath,
                                                     interface: DBusConnection.busName, member: "RequestName",
                                                     body: [.string(NotificationsClient.service), .uint32(4)]))
-        guard reply.body.first?.uint32Value == 1 else { throw SyncFailure(description: "RequestName answered \(reply.body)") }
+        guard reply.body.first?.uint32Value == 1 else { throw HarnessFailure("RequestName answered \(reply.body)") }
         let thread = Thread { [self] in serve() }
         thread.name = "notification-recorder"
         thread.start()

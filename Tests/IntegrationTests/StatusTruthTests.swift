@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import NimbusTestSupport
 
 /// What the user sees is the truth (issue #13): `status` names what needs the user and says
 /// so in its exit status, `watch` shows every change the daemon makes, a conflict's losing
@@ -12,7 +13,7 @@ struct StatusTruthTests {
             do {
                 try await body(daemon)
             } catch {
-                throw CtlFailure(description: "\(error)\n\(daemon.logTail())")
+                throw HarnessFailure("\(error)\n\(daemon.logTail())")
             }
         }
     }
@@ -26,7 +27,7 @@ struct StatusTruthTests {
         try await withDaemon { d in
             for index in 0..<120 { try d.write("tree/f\(index).txt", "\(index)") }
             try d.write("notes.txt", "base")
-            try await CtlHarness.eventually("the tree to reach the cloud", timeout: .seconds(60)) {
+            try await Polling.eventually("the tree to reach the cloud", timeout: .seconds(60)) {
                 let count = (try? FileManager.default.contentsOfDirectory(atPath: d.cloud + "/tree").count) ?? 0
                 return count == 120 && d.read("notes.txt", side: "cloud") == "base" ? nil : "\(count) files in the cloud"
             }
@@ -37,7 +38,7 @@ struct StatusTruthTests {
             try d.write("notes.txt", "local edit")
             try d.write("notes.txt", "cloud edit", side: "cloud")
             #expect(try await d.ctl(["resume"]).status == 0)
-            try await CtlHarness.eventually("the conflict") {
+            try await Polling.eventually("the conflict") {
                 let status = try await statusJSON(d)
                 return status["conflicts"] as? Int == 1 ? nil : "\(status)"
             }
@@ -47,7 +48,7 @@ struct StatusTruthTests {
 
             // An ordinary rm -rf: the guard holds the deletions, and status says so first.
             try FileManager.default.removeItem(atPath: d.local + "/tree")
-            try await CtlHarness.eventually("the deletions to be held") {
+            try await Polling.eventually("the deletions to be held") {
                 let status = try await statusJSON(d)
                 return (status["heldDeletes"] as? Int ?? 0) > 100 ? nil : "\(status)"
             }
@@ -61,7 +62,7 @@ struct StatusTruthTests {
 
             // The cloud folder goes away (an unmounted disk): the pair stops, and says so first.
             try FileManager.default.moveItem(atPath: d.cloud, toPath: d.root + "/cloud-away")
-            try await CtlHarness.eventually("the pair to stop") {
+            try await Polling.eventually("the pair to stop") {
                 let status = try await statusJSON(d)
                 return status["phase"] as? String == "halted" ? nil : "\(status)"
             }
@@ -73,7 +74,7 @@ struct StatusTruthTests {
             #expect(stopped.stdout.contains("  Undo       nimbusctl --socket \(d.socket) revert-deletes"), "\(stopped)")
             #expect(stopped.stdout.contains("  Conflicts  1 file changed on both sides"), "\(stopped)")
             try FileManager.default.moveItem(atPath: d.root + "/cloud-away", toPath: d.cloud)
-            try await CtlHarness.eventually("the pair to resume") {
+            try await Polling.eventually("the pair to resume") {
                 let status = try await statusJSON(d)
                 return status["phase"] as? String != "halted" ? nil : "\(status)"
             }
@@ -85,7 +86,7 @@ struct StatusTruthTests {
             #expect(resolved.stdout.contains("see 'nimbusctl --socket \(d.socket) versions notes.txt'"), "\(resolved)")
             let versions = try await d.ctl(["--json", "versions", "notes.txt"]).json()["versions"] as? [[String: Any]] ?? []
             #expect(versions.contains { $0["size"] as? Int == "local edit".utf8.count }, "\(versions)")
-            try await CtlHarness.eventually("all in sync again", timeout: .seconds(60)) {
+            try await Polling.eventually("all in sync again", timeout: .seconds(60)) {
                 let result = try await d.ctl(["status"])
                 return result.status == 0 && result.stdout.hasPrefix("● Up to date\n") ? nil : "\(result)"
             }
@@ -93,7 +94,7 @@ struct StatusTruthTests {
             #expect(d.read("notes.txt") == "cloud edit")
             let restored = try await d.ctl(["restore", "notes.txt", "--to", "mine.txt"])
             #expect(restored.status == 0, "\(restored)")
-            try await CtlHarness.eventually("this device's version to come back") {
+            try await Polling.eventually("this device's version to come back") {
                 d.read("mine.txt") == "local edit" ? nil : "mine.txt: \(d.read("mine.txt") ?? "missing")"
             }
         }
@@ -105,7 +106,7 @@ struct StatusTruthTests {
             let human = try CtlWatch(d, json: false)
             defer { Task { await json.stop(); await human.stop() } }
             var written: [String] = []
-            try await CtlHarness.eventually("both watchers to report a new file") {
+            try await Polling.eventually("both watchers to report a new file") {
                 let name = "w\(written.count).txt"
                 try d.write(name, "x", side: "cloud")
                 written.append(name)
@@ -114,21 +115,21 @@ struct StatusTruthTests {
                 return sawJSON && sawHuman ? nil : "json:\n\(json.output)\nhuman:\n\(human.output)"
             }
             let name = try #require(written.last)
-            try await CtlHarness.eventually("\(name) to arrive here") { d.read(name) == "x" ? nil : "not yet" }
+            try await Polling.eventually("\(name) to arrive here") { d.read(name) == "x" ? nil : "not yet" }
             try FileManager.default.moveItem(atPath: d.cloud + "/" + name, toPath: d.cloud + "/renamed.txt")
-            try await CtlHarness.eventually("the rename in watch") {
+            try await Polling.eventually("the rename in watch") {
                 human.output.contains("→ \(name) → renamed.txt  renamed here")
                     && json.output.contains(#""type":"renamed""#) && json.output.contains(#""from":"\#(name)""#)
                     ? nil : "json:\n\(json.output)\nhuman:\n\(human.output)"
             }
             try FileManager.default.removeItem(atPath: d.cloud + "/renamed.txt")
-            try await CtlHarness.eventually("the deletion in watch") {
+            try await Polling.eventually("the deletion in watch") {
                 human.output.contains("− renamed.txt  deleted here") && json.output.contains(#""type":"deleted""#)
                     ? nil : "json:\n\(json.output)\nhuman:\n\(human.output)"
             }
             // And the other way: deleted here, so the daemon deletes it in the cloud.
             try FileManager.default.removeItem(atPath: d.local + "/" + written[0])
-            try await CtlHarness.eventually("the cloud deletion in watch") {
+            try await Polling.eventually("the cloud deletion in watch") {
                 human.output.contains("− \(written[0])  deleted in the cloud folder (kept among the versions)")
                     ? nil : "human:\n\(human.output)"
             }

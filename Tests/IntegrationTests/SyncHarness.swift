@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import NimbusTestSupport
 import Testing
 
 // The harness of the sync integration tests: temporary folders, the real `nimbusd` started and
@@ -7,19 +8,11 @@ import Testing
 // a deadline, never a sleep standing in for synchronisation. Names are prefixed with `Sync` so
 // that they never collide with the other harnesses of this test target.
 
-/// A failure of an integration test, with the daemons' log tails attached.
-struct SyncFailure: Error, CustomStringConvertible {
-    var description: String
-}
-
 enum SyncHarness {
     /// The directory of the test bundle; `nimbusd` and `nimbusctl` are built next to it.
-    static let binaryDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-    static var nimbusd: String { binaryDirectory.appendingPathComponent("nimbusd").path }
-    static var nimbusctl: String { binaryDirectory.appendingPathComponent("nimbusctl").path }
-
-    /// `NIMBUS_IT_KEEP=1` keeps the temporary folders (and logs) for inspection.
-    static let keepSandboxes = ProcessInfo.processInfo.environment["NIMBUS_IT_KEEP"] == "1"
+    static let binaryDirectory = URL(fileURLWithPath: NimbusdProcess.binaryDirectory)
+    static var nimbusd: String { NimbusdProcess.nimbusd }
+    static var nimbusctl: String { NimbusdProcess.nimbusctl }
 
     /// A seed for a randomized test: `NIMBUS_IT_SEED` to replay one, else a fresh one. Printed.
     static func seed(_ test: String) -> UInt64 {
@@ -75,11 +68,7 @@ final class SyncSandbox {
     /// `base` is /tmp unless the test needs a filesystem that /tmp may not be (fanotify marks:
     /// /var/tmp, see `RealNameSupport`).
     init(_ label: String, base: String = "/tmp") throws {
-        var template = Array("\(base)/nimbus-it-XXXXXX".utf8CString)
-        guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
-            throw SyncFailure(description: "mkdtemp failed: errno \(errno)")
-        }
-        root = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        root = try TemporaryDirectory.make("nimbus-it", in: base)
         self.label = label
     }
 
@@ -129,7 +118,7 @@ final class SyncSandbox {
     func finish() {
         for daemon in daemons { daemon.killIfRunning() }
         for mount in mounts.reversed() { _ = SyncHarness.unmount(mount) }
-        if SyncHarness.keepSandboxes {
+        if TemporaryDirectory.keep {
             print("[\(label)] kept \(root)")
         } else {
             SyncHarness.run(SyncHarness.tool("rm"), ["-rf", root])
@@ -139,33 +128,23 @@ final class SyncSandbox {
     /// The end of every daemon's log, for failure messages.
     func logs(lines: Int = 60) -> String {
         daemons.map { daemon in
-            "--- log of \(daemon.device) (\(daemon.logPath)), last \(lines) lines:\n\(daemon.logTail(lines: lines))"
-                + (daemon.pid.map { daemon.isRunning ? "\n" + daemon.threadStates($0) : "" } ?? "")
+            daemon.logTail(lines: lines) + (daemon.isRunning ? "\n" + daemon.threadStates() : "")
         }.joined(separator: "\n")
     }
 
-    func failure(_ message: String) -> SyncFailure {
-        SyncFailure(description: "[\(label)] \(message)\n\(logs())")
+    func failure(_ message: String) -> HarnessFailure {
+        HarnessFailure("[\(label)] \(message)\n\(logs())")
     }
 
     /// Polls `check` every `interval` until it returns nil (satisfied) or the deadline passes;
     /// `check` returns what is still missing, which the failure reports.
     func eventually(_ what: String, timeout: Duration = .seconds(10), interval: Duration = .milliseconds(10),
                     _ check: () throws -> String?) async throws {
-        let clock = ContinuousClock()
-        let deadline = clock.now + timeout
-        var last = "not checked"
-        while true {
-            do {
-                guard let missing = try check() else { return }
-                last = missing
-            } catch {
-                last = "\(error)"
-            }
-            if clock.now >= deadline { break }
-            try await Task.sleep(for: interval)
+        do {
+            try await Polling.eventually(what, timeout: timeout, interval: interval, check)
+        } catch let timedOut as HarnessFailure {
+            throw failure(timedOut.description)
         }
-        throw failure("timed out after \(timeout) waiting for: \(what)\nlast state: \(last)")
     }
 
     /// Waits until both trees are equal (ignoring Nimbus's own markers) and `check` holds too.

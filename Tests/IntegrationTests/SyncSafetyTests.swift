@@ -153,9 +153,9 @@ struct SyncSafetyTests {
         #expect(try F.names(in: other.cloud).filter { !$0.hasPrefix(".nimbus") }.isEmpty, "files were copied into the other cloud folder")
         // Halted means waiting: looking again every few seconds, not in a loop. (Looking reads
         // the local marker, and that open wakes the watcher.)
-        let cpuBefore = try other.cpuSeconds()
+        let cpuBefore = try #require(other.cpuSeconds())
         try await Task.sleep(for: .seconds(2))
-        let cpuUsed = try other.cpuSeconds() - cpuBefore
+        let cpuUsed = try #require(other.cpuSeconds()) - cpuBefore
         #expect(cpuUsed < 0.5, "the halted daemon used \(cpuUsed) s of CPU in 2 s: it is spinning")
         try await other.stop()
     }

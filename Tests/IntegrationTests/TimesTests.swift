@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import NimbusTestSupport
 
 /// Symlinks and folders keep their modification times on sync, and a symlink whose own time
 /// changes (`touch -h`) is synced instead of staying `local` forever (issue #13).
@@ -12,7 +13,7 @@ struct TimesTests {
     func setTime(_ path: String, _ seconds: Int64) throws {
         var times = [timespec(tv_sec: Int(seconds), tv_nsec: 0), timespec(tv_sec: Int(seconds), tv_nsec: 0)]
         guard utimensat(AT_FDCWD, path, &times, AT_SYMLINK_NOFOLLOW) == 0 else {
-            throw CtlFailure(description: "utimensat \(path): errno \(errno)")
+            throw HarnessFailure("utimensat \(path): errno \(errno)")
         }
     }
 
@@ -35,7 +36,7 @@ struct TimesTests {
                 try setTime(d.local + "/old/inner", Self.year2020 + 2)
                 try setTime(d.local + "/old", Self.year2020 + 3)
                 #expect(try await d.ctl(["resume"]).status == 0)
-                try await CtlHarness.eventually("the folder, the file and the link to reach the cloud with their times") {
+                try await Polling.eventually("the folder, the file and the link to reach the cloud with their times") {
                     let times = ["old", "old/inner", "old/link", "old/inner/a.txt"].map { time(d.cloud + "/" + $0) }
                     let expected: [Int64?] = [Self.year2020 + 3, Self.year2020 + 2, Self.year2020 + 1, Self.year2020]
                     return times == expected ? nil : "cloud times \(times), expected \(expected)"
@@ -45,7 +46,7 @@ struct TimesTests {
 
                 // touch -h on the link: synced, and the link is in sync again (not `local` forever).
                 try setTime(d.local + "/old/link", Self.year2020 + 100)
-                try await CtlHarness.eventually("the link's new time to reach the cloud and the link to be in sync") {
+                try await Polling.eventually("the link's new time to reach the cloud and the link to be in sync") {
                     let state = try await d.ctl(["--json", "info", "old/link"]).json()["state"] as? String
                     let cloudTime = time(d.cloud + "/old/link")
                     return cloudTime == Self.year2020 + 100 && state == "downloaded" ? nil : "cloud \(cloudTime ?? -1), state \(state ?? "?")"
@@ -60,12 +61,12 @@ struct TimesTests {
                 try d.write("old/inner/b.txt", "b", side: "cloud")
                 try setTime(d.cloud + "/old/inner", Self.year2020 + 200)
                 #expect(try await d.ctl(["resume"]).status == 0)
-                try await CtlHarness.eventually("b.txt and the folder's time to come down") {
+                try await Polling.eventually("b.txt and the folder's time to come down") {
                     let folder = time(d.local + "/old/inner")
                     return d.read("old/inner/b.txt") == "b" && folder == Self.year2020 + 200 ? nil : "folder time \(folder ?? -1)"
                 }
             } catch {
-                throw CtlFailure(description: "\(error)\n\(d.logTail())")
+                throw HarnessFailure("\(error)\n\(d.logTail())")
             }
         }
     }

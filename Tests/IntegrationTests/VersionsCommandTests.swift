@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import NimbusTestSupport
 
 /// `versions --all`, `prune`, the store's size in `status`, and restoring a deleted folder
 /// (issue #13), with the real programs.
@@ -19,7 +20,7 @@ struct VersionsCommandTests {
                 try d.write("docs/a.txt", "a2, longer")
                 try await d.waitForCloud("docs/a.txt", "a2, longer")
                 try FileManager.default.removeItem(atPath: d.local + "/docs")
-                try await CtlHarness.eventually("the folder to go from the cloud") {
+                try await Polling.eventually("the folder to go from the cloud") {
                     FileManager.default.fileExists(atPath: d.cloud + "/docs") ? "still there" : nil
                 }
                 let status = try await d.ctl(["--json", "status"]).json()
@@ -46,7 +47,7 @@ struct VersionsCommandTests {
                 let restored = try await d.ctl(["--json", "restore", "docs", "--at", isoUTC(stamp)])
                 #expect(restored.status == 0, "\(restored)")
                 #expect((try restored.json()["files"] as? [Any])?.count == 2, "\(restored)")
-                try await CtlHarness.eventually("the folder to come back here", timeout: .seconds(60)) {
+                try await Polling.eventually("the folder to come back here", timeout: .seconds(60)) {
                     d.read("docs/a.txt") == "a1" && d.read("docs/sub/b c.txt") == "b1" ? nil : "not yet"
                 }
                 let newest = try await d.ctl(["restore", "docs", "--dry-run"])
@@ -58,7 +59,7 @@ struct VersionsCommandTests {
                 #expect(prune.status == 0 && prune.stdout.hasPrefix("Nothing to prune; "), "\(prune)")
                 #expect(try await d.ctl(["--json", "prune"]).json()["removed"] as? Int == 0)
             } catch {
-                throw CtlFailure(description: "\(error)\n\(d.logTail())")
+                throw HarnessFailure("\(error)\n\(d.logTail())")
             }
         }
     }

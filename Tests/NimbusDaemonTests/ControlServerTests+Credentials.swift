@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import NimbusTestSupport
 
 extension ControlServerTests {
     /// Connections from another user are refused (DESIGN §7): first by the socket directory's
@@ -49,7 +50,7 @@ extension ControlServerTests {
             let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             process.waitUntilExit()
             guard process.terminationStatus == 0 else {
-                throw ControlTestFailure.because("could not run a client as nobody (setpriv exit \(process.terminationStatus)): \(text)")
+                throw HarnessFailure("could not run a client as nobody (setpriv exit \(process.terminationStatus)): \(text)")
             }
             return text
         }
@@ -73,7 +74,7 @@ extension ControlServerTests {
             let output = try Self.runAsNobody(daemon.socketPath)
             #expect(!output.contains("connect-error"), "the test did not reach the credential check: \(output)")
             #expect(output.contains("permission_denied") && !output.contains("\"result\""), "nobody was not refused: \(output)")
-            try Deadline.wait("the refusal to be logged") { daemon.log.contains("refused a control connection from uid 65534") }
+            try Polling.wait("the refusal to be logged") { daemon.log.contains("refused a control connection from uid 65534") }
             #expect(try daemon.client().result("status")["clients"]?.int == 1)
         }
     }

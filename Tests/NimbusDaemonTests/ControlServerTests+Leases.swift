@@ -4,6 +4,7 @@ import NimbusSystem
 import Synchronization
 import Testing
 @testable import NimbusDaemon
+import NimbusTestSupport
 
 extension ControlServerTests {
     /// The default `LeaseProvider` on its own: the server relies on these promises. Its waits run
@@ -25,7 +26,7 @@ extension ControlServerTests {
             let results = Results()
             leases.acquire(path("db"), mode: .exclusive, owner: a, timeout: .zero) { results.add($0) }
             leases.acquire(path("db/x"), mode: .shared, owner: b, timeout: .milliseconds(50)) { results.add($0) }
-            try await Deadline.waitAsync("both answers") { results.all.count == 2 }
+            try await Polling.until("both answers", timeout: .seconds(120)) { results.all.count == 2 }
             guard case .success(let held) = results.all[0], case .failure(.busy(let holders)) = results.all[1] else {
                 Issue.record("\(results.all)")
                 return
@@ -38,14 +39,14 @@ extension ControlServerTests {
             let leases = PathLocksLeaseProvider()
             let results = Results()
             leases.acquire(path("db"), mode: .exclusive, owner: a, timeout: nil) { results.add($0) }
-            try await Deadline.waitAsync("the first lease") { results.all.count == 1 }
+            try await Polling.until("the first lease", timeout: .seconds(120)) { results.all.count == 1 }
             leases.acquire(path("db"), mode: .exclusive, owner: b, timeout: nil) { results.add($0) }
             leases.acquire(path("db"), mode: .shared, owner: a, timeout: nil) { results.add($0) }
-            try await Deadline.waitAsync("both to wait") { leases.snapshot().count == 3 }
+            try await Polling.until("both to wait", timeout: .seconds(120)) { leases.snapshot().count == 3 }
             // b goes away while waiting, then a (holding one lease, waiting for another).
             leases.releaseAll(owner: b)
             leases.releaseAll(owner: a)
-            try await Deadline.waitAsync("the waits to be withdrawn") { results.all.count == 3 }
+            try await Polling.until("the waits to be withdrawn", timeout: .seconds(120)) { results.all.count == 3 }
             #expect(results.all.dropFirst().allSatisfy { $0 == .failure(.withdrawn) }, "\(results.all)")
             #expect(leases.snapshot().isEmpty)
             // Only the holder may release, and only once.

@@ -2,6 +2,7 @@ import Foundation
 import NimbusProtocol
 import NimbusSystem
 import Testing
+import NimbusTestSupport
 
 /// The control socket of a real `nimbusd` process, spoken to in raw NDJSON (DESIGN §7).
 @Suite struct ControlServerTests {
@@ -131,15 +132,15 @@ import Testing
         // until the daemon gives up on it: then only `good` is connected.
         let longName = String(repeating: "n", count: 180)
         var batch = 0
-        let deadline = Deadline.now + 120
+        let deadline = ContinuousClock.now + .seconds(120)
         while try good.result("status")["clients"]?.int != 1 {
-            #expect(Deadline.now < deadline, "the stalled watcher was never dropped")
-            if Deadline.now > deadline { return }
+            #expect(ContinuousClock.now < deadline, "the stalled watcher was never dropped")
+            if ContinuousClock.now > deadline { return }
             batch += 1
             for index in 0..<500 { try daemon.write("b\(batch)/\(longName)-\(index)", "x") }
-            let started = Deadline.now
+            let started = ContinuousClock.now
             _ = try good.result("status", timeout: 10)
-            #expect(Deadline.now - started < 2, "status took \(Deadline.now - started) s while events streamed")
+            #expect(ContinuousClock.now - started < .seconds(2), "status took \(ContinuousClock.now - started) while events streamed")
         }
         #expect(daemon.isRunning)
         #expect(daemon.log.contains("stopped reading its events"))
@@ -212,13 +213,13 @@ import Testing
         let daemon = try DaemonProcess { daemon in
             for index in 0..<3000 { try daemon.write("many/\(String(repeating: "p", count: 245))-\(index)", "") }
         }
-        try daemon.waitUntilIdle(timeout: 60)
+        try daemon.waitUntilIdle(timeout: .seconds(60))
         let client = try daemon.client()
         var seen = 0, pages = 0
         var params = #"{"path":"many"}"#
         while true {
             try client.send("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"list\",\"params\":\(params)}")
-            guard let line = try client.readLine() else { throw ControlTestFailure.because("closed") }
+            guard let line = try client.readLine() else { throw HarnessFailure("closed") }
             #expect(line.count <= maximumLineLength, "a line of \(line.count) bytes")
             let result = try #require(try WireJSON.parse(line)["result"])
             seen += result["entries"]?.array?.count ?? 0
@@ -246,7 +247,7 @@ import Testing
         try daemon.write("conflicted.txt", "here")
         try daemon.write("conflicted.txt", "there", in: daemon.cloud)
         _ = try client.result("resume")
-        try Deadline.wait("the conflict") { try client.result("status")["conflicts"]?.int == 1 }
+        try Polling.wait("the conflict") { try client.result("status")["conflicts"]?.int == 1 }
         _ = try client.result("pause")
         try daemon.write("folder/new.txt", "waiting to upload")
         try daemon.write("synced.txt", "changed here")
@@ -293,7 +294,7 @@ import Testing
         }
         let survivor = try daemon.client()
         #expect(try survivor.result("status")["phase"] != nil)
-        try Deadline.wait("the vanished clients' leases to be released") {
+        try Polling.wait("the vanished clients' leases to be released") {
             try survivor.result("locks")["locks"]?.array?.isEmpty == true
         }
         #expect(daemon.isRunning)
@@ -314,7 +315,7 @@ import Testing
         try first.waitUntilIdle()
         // A second daemon on the same socket refuses to start.
         let second = try DaemonProcess(socketPath: first.socketPath)
-        try Deadline.wait("the second daemon to give up") { !second.isRunning }
+        try Polling.wait("the second daemon to give up") { !second.isRunning }
         #expect(second.exitStatus != 0)
         #expect(second.log.contains("already listening"), "\(second.log)")
         #expect(try first.client().result("status")["phase"] != nil)

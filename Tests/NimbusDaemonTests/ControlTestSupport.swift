@@ -2,6 +2,7 @@ import Foundation
 import NimbusProtocol
 import NimbusSystem
 import Testing
+import NimbusTestSupport
 
 /// A JSON value, for comparing answers by structure (PROTOCOL.md examples) in tests.
 enum WireJSON: Codable, Equatable, CustomStringConvertible {
@@ -53,37 +54,6 @@ enum WireJSON: Codable, Equatable, CustomStringConvertible {
     }
 }
 
-enum ControlTestFailure: Error, CustomStringConvertible {
-    case because(String)
-    var description: String { if case .because(let s) = self { s } else { "" } }
-}
-
-enum Deadline {
-    /// Monotonic seconds.
-    static var now: Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
-
-    /// Polls `condition` until it holds, or throws once `timeout` has passed.
-    static func wait(_ what: String, timeout: Double = 20, _ condition: () throws -> Bool) throws {
-        let deadline = now + timeout
-        while true {
-            if try condition() { return }
-            if now > deadline { throw ControlTestFailure.because("timed out after \(timeout) s waiting for \(what)") }
-            Thread.sleep(forTimeInterval: 0.02)
-        }
-    }
-
-    /// The same for async tests, without holding a thread of the shared pool while waiting
-    /// (the Swift tasks being waited for may need it).
-    static func waitAsync(_ what: String, timeout: Double = 120, _ condition: () throws -> Bool) async throws {
-        let deadline = now + timeout
-        while true {
-            if try condition() { return }
-            if now > deadline { throw ControlTestFailure.because("timed out after \(timeout) s waiting for \(what)") }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-    }
-}
-
 /// A raw NDJSON client on a non-blocking socket, with deadlines on every read.
 final class SocketClient {
     let socket: UnixStreamSocket
@@ -103,13 +73,13 @@ final class SocketClient {
 
     /// Sends bytes, waiting for room up to `timeout`; throws when the peer is gone.
     func sendRaw(_ bytes: [UInt8], timeout: Double = 10) throws {
-        let deadline = Deadline.now + timeout
+        let deadline = ContinuousClock.now + .seconds(timeout)
         var offset = 0
         while offset < bytes.count {
             do {
                 offset += try bytes[offset...].withUnsafeBytes { try socket.send($0) }
             } catch let error as Errno where error == .wouldBlock {
-                if Deadline.now > deadline { throw ControlTestFailure.because("the daemon did not read what was sent") }
+                if ContinuousClock.now > deadline { throw HarnessFailure("the daemon did not read what was sent") }
                 var set = PollSet()
                 set.set(socket.descriptor, .writable)
                 _ = try set.wait(timeoutMilliseconds: 100)
@@ -121,7 +91,7 @@ final class SocketClient {
 
     /// The next line, or nil at end of file.
     func readLine(timeout: Double = 20) throws -> [UInt8]? {
-        let deadline = Deadline.now + timeout
+        let deadline = ContinuousClock.now + .seconds(timeout)
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         while lines.isEmpty {
             if sawEndOfFile { return nil }
@@ -129,11 +99,11 @@ final class SocketClient {
             do {
                 count = try buffer.withUnsafeMutableBytes { try socket.receive(into: $0) }
             } catch let error as Errno where error == .wouldBlock {
-                let left = deadline - Deadline.now
-                if left <= 0 { throw ControlTestFailure.because("no answer within \(timeout) s") }
+                let left = ContinuousClock.now.duration(to: deadline)
+                if left <= .zero { throw HarnessFailure("no answer within \(timeout) s") }
                 var set = PollSet()
                 set.set(socket.descriptor, .readable)
-                _ = try set.wait(timeoutMilliseconds: Int32(min(left, 1) * 1000) + 1)
+                _ = try set.wait(timeoutMilliseconds: Int32(min(left, .seconds(1)).seconds * 1000) + 1)
                 continue
             } catch let error as Errno where error == Errno(rawValue: 104) {  // ECONNRESET
                 sawEndOfFile = true
@@ -150,7 +120,7 @@ final class SocketClient {
     /// The next message that is not a notification.
     func readAnswer(timeout: Double = 20) throws -> WireJSON {
         while true {
-            guard let line = try readLine(timeout: timeout) else { throw ControlTestFailure.because("the daemon closed the connection") }
+            guard let line = try readLine(timeout: timeout) else { throw HarnessFailure("the daemon closed the connection") }
             let value = try WireJSON.parse(line)
             if value["id"] == nil, value["method"] != nil { notifications.append(value); continue }
             return value
@@ -172,38 +142,32 @@ final class SocketClient {
     /// The result of a successful call; throws with the error otherwise.
     func result(_ method: String, _ params: String? = nil, timeout: Double = 20) throws -> WireJSON {
         let answer = try call(method, params, timeout: timeout)
-        guard let result = answer["result"] else { throw ControlTestFailure.because("\(method) failed: \(answer)") }
+        guard let result = answer["result"] else { throw HarnessFailure("\(method) failed: \(answer)") }
         return result
     }
 }
 
-/// A real `nimbusd` process on temporary folders, stopped (SIGTERM, then waited for) and
-/// its folders removed at the end.
-final class DaemonProcess {
+/// A real `nimbusd` process on temporary folders, without a notification socket, stopped
+/// (SIGTERM, then waited for) and its folders removed at the end.
+final class DaemonProcess: NimbusdProcess {
     let root: String
     let local: String
     let cloud: String
     let socketPath: String
     let deviceName: String
-    private var process: Process?
-    private let logPath: String
-
-    static var binary: URL {
-        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("nimbusd")
-    }
 
     /// Creates the folders (the temporary root is 0755, so another user can reach a socket
     /// placed in it) and runs `prepare` on them before the daemon starts.
     init(socketPath: String? = nil, socketInRoot: Bool = false, deviceName: String = "laptop",
          prepare: (DaemonProcess) throws -> Void = { _ in }) throws {
-        let base = FileManager.default.temporaryDirectory.path + "/nimbus-control-\(UUID().uuidString.prefix(8))"
+        let base = try TemporaryDirectory.make("nimbus-control", in: FileManager.default.temporaryDirectory.path)
         root = base
         local = base + "/local"
         cloud = base + "/cloud"
         self.socketPath = socketPath ?? (socketInRoot ? base + "/nimbus.sock" : base + "/runtime/nimbus/test.sock")
         self.deviceName = deviceName
-        logPath = base + "/daemon.log"
-        for dir in [base, local, cloud, base + "/home"] {
+        super.init(name: "nimbusd " + deviceName, logPath: base + "/daemon.log", notifyPath: nil)
+        for dir in [local, cloud, base + "/home"] {
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         }
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: base)
@@ -213,34 +177,20 @@ final class DaemonProcess {
 
     deinit {
         stop()
-        try? FileManager.default.removeItem(atPath: root)
+        TemporaryDirectory.remove(root, label: "control test")
     }
 
     func start() throws {
-        let binary = Self.binary
-        guard FileManager.default.isExecutableFile(atPath: binary.path) else {
-            throw ControlTestFailure.because("nimbusd is not built next to the tests at \(binary.path); run swift build first")
-        }
-        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = ["--local", local, "--cloud", cloud, "--state-dir", root + "/state", "--socket", socketPath,
-                             "--device-name", deviceName, "--log-level", "debug"]
-        process.environment = ["HOME": root + "/home", "XDG_CONFIG_HOME": root + "/config", "XDG_STATE_HOME": root + "/xstate",
-                               "XDG_RUNTIME_DIR": root + "/runtime", "PATH": "/usr/bin:/bin"]
-        process.standardError = FileHandle(forWritingAtPath: logPath)
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        self.process = process
+        try launch(arguments: ["--local", local, "--cloud", cloud, "--state-dir", root + "/state", "--socket", socketPath,
+                               "--device-name", deviceName, "--log-level", "debug"],
+                   environment: ["HOME": root + "/home", "XDG_CONFIG_HOME": root + "/config", "XDG_STATE_HOME": root + "/xstate",
+                                 "XDG_RUNTIME_DIR": root + "/runtime", "PATH": "/usr/bin:/bin"])
     }
 
-    var pid: Int32 { process?.processIdentifier ?? 0 }
-    var isRunning: Bool { process?.isRunning ?? false }
-
     /// Waits until the daemon answers `status` with phase idle.
-    func waitUntilIdle(timeout: Double = 30) throws {
-        try Deadline.wait("the daemon at \(socketPath) to be idle (log: \(log))", timeout: timeout) {
-            guard isRunning else { throw ControlTestFailure.because("nimbusd exited: \(log)") }
+    func waitUntilIdle(timeout: Duration = .seconds(30)) throws {
+        try Polling.wait("the daemon at \(socketPath) to be idle (log: \(log))", timeout: timeout) {
+            guard isRunning else { throw HarnessFailure("nimbusd exited: \(log)") }
             guard let client = try? SocketClient(socketPath), let status = try? client.result("status", timeout: 5) else { return false }
             return status["phase"]?.string == "idle"
         }
@@ -248,25 +198,10 @@ final class DaemonProcess {
 
     func client() throws -> SocketClient { try SocketClient(socketPath) }
 
-    func stop() {
-        guard let process, process.isRunning else { return }
-        process.terminate()
-        let deadline = Deadline.now + 15
-        while process.isRunning && Deadline.now < deadline { Thread.sleep(forTimeInterval: 0.01) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-    }
+    func stop() { endBlocking(within: .seconds(15)) }
 
     /// Sends SIGKILL (a crash) and waits for the process to end.
-    func crash() {
-        guard let process, process.isRunning else { return }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-    }
-
-    var exitStatus: Int32? { process.flatMap { $0.isRunning ? nil : $0.terminationStatus } }
-
-    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+    func crash() { killIfRunning() }
 
     func write(_ relative: String, _ text: String, in side: String? = nil) throws {
         let url = URL(fileURLWithPath: (side ?? local) + "/" + relative)

@@ -1,6 +1,7 @@
 import Foundation
 import NimbusProtocol
 import Testing
+import NimbusTestSupport
 
 /// Runs every example of PROTOCOL.md against a real daemon, so the document cannot drift from
 /// the code: each `json request` block is sent as one line, and the answer must match the
@@ -111,8 +112,8 @@ import Testing
         let wanted = blocks.filter { $0.kind == "notification" }.map { ($0.line, try? WireJSON.parse(Array($0.text.utf8))) }
         try daemon.write("new.txt", "a new file\n")
         var unmatched = wanted
-        let deadline = Deadline.now + 20
-        while !unmatched.isEmpty && Deadline.now < deadline {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while !unmatched.isEmpty && ContinuousClock.now < deadline {
             let seen = client.notifications
             client.notifications = []
             unmatched.removeAll { example in
@@ -134,7 +135,7 @@ import Testing
     static func prepareFixture(_ daemon: DaemonProcess) throws -> SocketClient {
         let client = try daemon.client()
         try daemon.write("Documents/report.txt", "v2\n")
-        try Deadline.wait("report.txt to be uploaded with its old version kept") {
+        try Polling.wait("report.txt to be uploaded with its old version kept") {
             guard daemon.read("Documents/report.txt", in: daemon.cloud) == "v2\n" else { return false }
             return try client.result("versions", #"{"path":"Documents/report.txt"}"#)["versions"]?.array?.count == 1
         }
@@ -142,7 +143,7 @@ import Testing
         try daemon.write("notes.txt", "changed here\n")
         try daemon.write("notes.txt", "changed in the cloud\n", in: daemon.cloud)
         _ = try client.result("resume")
-        try Deadline.wait("notes.txt to be in conflict and the daemon idle") {
+        try Polling.wait("notes.txt to be in conflict and the daemon idle") {
             let status = try client.result("status")
             return status["conflicts"]?.int == 1 && status["phase"]?.string == "idle"
         }

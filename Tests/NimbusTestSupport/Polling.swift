@@ -24,7 +24,13 @@ public enum Polling {
         throw HarnessFailure("timed out after \(timeout) waiting for \(what); last: \(last)")
     }
 
-    /// The same for synchronous code: blocks this thread between polls (not for async tests,
+    /// Polls `condition` until it holds, or throws once `timeout` has passed.
+    public static func until(_ what: String, timeout: Duration = .seconds(15), interval: Duration = .milliseconds(20),
+                             _ condition: () async throws -> Bool) async throws {
+        try await eventually(what, timeout: timeout, interval: interval) { try await condition() ? nil : "not yet" }
+    }
+
+    /// Polls `condition` in synchronous code: blocks this thread between polls (not for async tests,
     /// whose pool threads the awaited work may need).
     public static func wait(_ what: String, timeout: Duration = .seconds(20), interval: Duration = .milliseconds(20),
                             _ condition: () throws -> Bool) throws {

@@ -1,0 +1,308 @@
+import Foundation
+import Glibc
+import NimbusSystem
+import Synchronization
+
+/// One `nimbusd` child process, restartable, the one harness every suite and nimbus-bench
+/// start the daemon with. It is started through `ChildProcess.spawn`, so no descriptor of
+/// the test process leaks into it (an inherited pipe keeps another test waiting); its stdout
+/// and stderr are appended in full to `logPath`; its sd_notify messages are read from
+/// `notifyPath` when there is one. Failures carry the end of the log.
+///
+/// Suites subclass it to add their folders, arguments and configuration files. A test uses
+/// its daemon from one task at a time; the child's exit status, which any thread may collect
+/// with waitpid(2), is behind a lock.
+open class NimbusdProcess: @unchecked Sendable {
+    /// How the daemon is named in failures ("nimbusd alpha").
+    public let name: String
+    public let logPath: String
+    /// `$NOTIFY_SOCKET` of every launch; nil: none (the daemon then sends nothing).
+    public let notifyPath: String?
+    /// When the last launch spawned the process.
+    public private(set) var launchedAt: ContinuousClock.Instant?
+    public private(set) var launches = 0
+    private let child = Mutex(Child())
+    private var notify: NotifyListener?
+    private var readyBaseline = 0
+
+    /// The directory of the running test bundle (or nimbus-bench): `nimbusd` and `nimbusctl`
+    /// are built next to it.
+    public static let binaryDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path
+    public static var nimbusd: String { binaryDirectory + "/nimbusd" }
+    public static var nimbusctl: String { binaryDirectory + "/nimbusctl" }
+
+    public init(name: String, logPath: String, notifyPath: String?) {
+        self.name = name
+        self.logPath = logPath
+        self.notifyPath = notifyPath
+    }
+
+    deinit { killIfRunning() }
+
+    // MARK: Starting
+
+    /// Starts `launcher + [nimbusd] + arguments` with `environment` (plus `NOTIFY_SOCKET`) and
+    /// returns without waiting. `launcher` is a program that runs nimbusd (`setpriv …`, to run
+    /// it as another user). `note` goes into the log after the launch line (a config file).
+    public func launch(arguments: [String], environment: [String: String], launcher: [String] = [], note: String = "") throws {
+        guard !isRunning else { throw failure("is already running") }
+        guard FileManager.default.isExecutableFile(atPath: Self.nimbusd) else {
+            throw HarnessFailure("nimbusd is not built next to \(CommandLine.arguments[0]) (\(Self.nimbusd)); build the whole package")
+        }
+        var environment = environment
+        if let notifyPath {
+            if notify == nil { notify = try NotifyListener(path: notifyPath) }
+            readyBaseline = notify!.readyCount
+            environment["NOTIFY_SOCKET"] = notifyPath
+            // A daemon started as another user must be allowed to send READY=1.
+            if !launcher.isEmpty { chmod(notifyPath, 0o666) }
+        }
+        launches += 1
+        let command = launcher + [Self.nimbusd] + arguments
+        try appendToLog("=== launch #\(launches): \(command.joined(separator: " "))\n\(note)")
+        // ChildProcess gives the child this process's stdout and stderr: a shell puts the log
+        // in their place and replaces itself with the daemon (same pid).
+        let script = "log=$1; shift; exec \"$@\" >>\"$log\" 2>&1 </dev/null"
+        launchedAt = ContinuousClock.now
+        let pid = try ChildProcess.spawn("/bin/sh", arguments: ["-c", script, "sh", logPath] + command, environment: environment)
+        child.withLock { $0 = Child(pid: pid) }
+    }
+
+    private func appendToLog(_ text: String) throws {
+        let fd = open(logPath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw HarnessFailure("cannot open the log \(logPath): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        let bytes = Array(text.utf8)
+        _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    }
+
+    /// Whether `READY=1` arrived since the last launch (without waiting).
+    public func receivedReady() -> Bool { (notify?.readyCount ?? 0) > readyBaseline }
+
+    /// The last sd_notify messages received (READY, STATUS, STOPPING…), for diagnostics.
+    public var notifications: [String] { notify?.recent ?? [] }
+
+    /// Waits for `READY=1` on the notification socket; fails if the process exits first.
+    public func waitUntilReady(timeout: Duration = .seconds(30)) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while !receivedReady() {
+            guard isRunning else { throw failure("exited before it was ready (\(exitDescription))") }
+            if ContinuousClock.now >= deadline { throw failure("did not send READY=1 within \(timeout)") }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    /// The same, blocking this thread (for nimbus-bench); returns the time from the spawn to
+    /// the arrival of READY=1.
+    @discardableResult
+    public func waitUntilReadyBlocking(timeout: Duration) throws -> Duration {
+        guard let notify, let launchedAt else { throw failure("was not launched with a notification socket") }
+        let deadline = launchedAt + timeout
+        while !notify.waitForReady(moreThan: readyBaseline, until: min(deadline, ContinuousClock.now + .milliseconds(200))) {
+            guard isRunning else { throw failure("exited before it was ready (\(exitDescription))") }
+            if ContinuousClock.now >= deadline { throw failure("did not send READY=1 within \(timeout)") }
+        }
+        return launchedAt.duration(to: notify.lastReadyAt ?? ContinuousClock.now)
+    }
+
+    // MARK: Running and ending
+
+    public var pid: Int32? { child.withLock { $0.pid } }
+    public var isRunning: Bool { child.withLock { $0.collect(blocking: false) } }
+
+    /// The status a shell gives (the exit code, or 128 + N for signal N); nil while it runs.
+    public var exitStatus: Int32? { child.withLock { $0.collect(blocking: false) ? nil : $0.shellStatus } }
+
+    /// Whether it ended with exit status 0.
+    public var exitedCleanly: Bool { exitStatus == 0 }
+
+    /// "exit status N", "signal N (SIGKILL)", "still running" or "never started".
+    public var exitDescription: String { child.withLock { _ = $0.collect(blocking: false); return $0.description } }
+
+    /// Sends `signal` if it runs.
+    public func send(_ signal: Int32) {
+        if let pid, isRunning { kill(pid, signal) }
+    }
+
+    /// SIGSTOP: every thread of the daemon stands still where it is (a fill half done), so
+    /// that a kill -9 after it lands there however fast the disk is.
+    public func freeze() { send(SIGSTOP) }
+
+    /// Whether it has exited within `timeout` (polled: a stopped child has not exited).
+    public func waitForExit(timeout: Duration) async throws -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while isRunning {
+            if ContinuousClock.now >= deadline { return false }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        return true
+    }
+
+    /// The same, blocking this thread.
+    public func waitForExitBlocking(timeout: Duration) -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while isRunning {
+            if ContinuousClock.now >= deadline { return false }
+            usleep(1000)
+        }
+        return true
+    }
+
+    /// `signal` (SIGTERM: a clean stop), then waits up to `timeout` for the end. True when it
+    /// ended so; false when it did not (it is then killed with SIGKILL and waited for, and
+    /// `stuck` says where its threads waited). Throws when it was not running.
+    public func end(with signal: Int32 = SIGTERM, within timeout: Duration) async throws -> Bool {
+        guard let pid, isRunning else { throw failure("was not running at signal \(signal) (\(exitDescription))") }
+        kill(pid, signal)
+        if try await waitForExit(timeout: timeout) { return true }
+        stuck = "did not exit within \(timeout) of signal \(signal); killed with SIGKILL instead\n\(threadStates())"
+        killIfRunning()
+        return false
+    }
+
+    /// The same, blocking this thread (for nimbus-bench and synchronous tests).
+    @discardableResult
+    public func endBlocking(with signal: Int32 = SIGTERM, within timeout: Duration) -> Bool {
+        guard let pid, isRunning else { return true }
+        kill(pid, signal)
+        if waitForExitBlocking(timeout: timeout) { return true }
+        stuck = "did not exit within \(timeout) of signal \(signal); killed with SIGKILL instead\n\(threadStates())"
+        killIfRunning()
+        return false
+    }
+
+    /// What the last `end` that had to kill found (the threads' wait channels).
+    public private(set) var stuck: String?
+
+    /// kill -9, and waits until it is gone.
+    public func crash() async throws {
+        guard let pid, isRunning else { throw failure("was not running at kill -9 (\(exitDescription))") }
+        kill(pid, SIGKILL)
+        guard try await waitForExit(timeout: .seconds(10)) else { throw failure("still running 10 s after SIGKILL") }
+    }
+
+    /// SIGKILL if it still runs, and waits for it; stops reading its notifications. The
+    /// cleanup at the end of a test (also from a defer).
+    public func killIfRunning() {
+        if let pid, isRunning {
+            kill(pid, SIGKILL)
+            child.withLock { _ = $0.collect(blocking: true) }
+        }
+        notify?.stop()
+        notify = nil
+    }
+
+    // MARK: What /proc says
+
+    /// Where each thread waits (name, kernel wait channel, syscall number): why a daemon hangs.
+    public func threadStates() -> String {
+        guard let pid, isRunning else { return "" }
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return "threads of the daemon (name, wait channel, syscall):\n" + tasks.sorted().map { tid in
+            let read = { (file: String) in
+                ((try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/\(file)", encoding: .utf8)) ?? "?")
+                    .split(separator: "\n").first.map(String.init) ?? ""
+            }
+            return "  \(tid) \(read("comm")) \(read("wchan")) \(read("syscall").split(separator: " ").first ?? "")"
+        }.joined(separator: "\n")
+    }
+
+    /// CPU time (user + system) of all its threads so far, from /proc/PID/stat (clock ticks).
+    public func cpuSeconds() -> Double? {
+        guard let pid, let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return nil }
+        // The fields after the command name, which is in parentheses and may hold spaces.
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))  // utime, stime: fields 14 and 15
+    }
+
+    // MARK: Log
+
+    public var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+    /// The log's current length: pass it to `logLines(containing:since:)` or
+    /// `waitForLog(_:since:)` to see only later lines.
+    public var logMark: Int { log.utf8.count }
+
+    /// The last `lines` lines of the log, under a line naming it.
+    public func logTail(lines: Int = 60) -> String {
+        "--- log of \(name) (\(logPath)), last \(lines) lines:\n"
+            + log.split(separator: "\n", omittingEmptySubsequences: false).suffix(lines).joined(separator: "\n")
+    }
+
+    /// The log lines after `mark` that contain `text`.
+    public func logLines(containing text: String, since mark: Int = 0) -> [String] {
+        let bytes = Array(log.utf8)
+        guard mark < bytes.count else { return [] }
+        return String(decoding: bytes[mark...], as: UTF8.self).split(separator: "\n").filter { $0.contains(text) }.map(String.init)
+    }
+
+    /// How long `waitForLog` waits unless told.
+    public var logWaitTimeout = Duration.seconds(15)
+
+    /// Polls the log until a line after `mark` contains `text`; returns that line.
+    @discardableResult
+    public func waitForLog(_ text: String, since mark: Int = 0, timeout: Duration? = nil) async throws -> String {
+        var found: String?
+        try await eventually("a log line containing \"\(text)\"", timeout: timeout ?? logWaitTimeout, interval: .milliseconds(20)) {
+            found = logLines(containing: text, since: mark).first
+            return found == nil ? "not yet" : nil
+        }
+        return found!
+    }
+
+    /// `Polling.eventually`, failing with the end of this daemon's log.
+    public func eventually(_ what: String, timeout: Duration = .seconds(10), interval: Duration = .milliseconds(10),
+                           _ check: () async throws -> String?) async throws {
+        do {
+            try await Polling.eventually(what, timeout: timeout, interval: interval, check)
+        } catch let timedOut as HarnessFailure {
+            throw failure(timedOut.description)
+        }
+    }
+
+    /// A failure naming this daemon, with the end of its log.
+    open func failure(_ message: String) -> HarnessFailure {
+        HarnessFailure("\(name): \(message)\n\(logTail(lines: 80))")
+    }
+}
+
+/// The child's pid and, once collected with waitpid(2), its wait status.
+private struct Child {
+    var pid: Int32?
+    var status: Int32?
+
+    /// Collects the status if the child has ended (waiting for that when `blocking`); true
+    /// while it runs.
+    mutating func collect(blocking: Bool) -> Bool {
+        guard let pid else { return false }
+        guard status == nil else { return false }
+        var raw: Int32 = 0
+        while true {
+            let result = waitpid(pid, &raw, blocking ? 0 : WNOHANG)
+            if result == pid { status = raw; return false }
+            if result == 0 { return true }
+            if errno == EINTR { continue }
+            status = -1  // ECHILD: collected elsewhere; gone, status unknown
+            return false
+        }
+    }
+
+    var shellStatus: Int32? {
+        guard let status else { return nil }
+        if status == -1 { return -1 }
+        let signal = status & 0x7f
+        return signal == 0 ? (status >> 8) & 0xff : 128 + signal
+    }
+
+    var description: String {
+        guard pid != nil else { return "never started" }
+        guard let status else { return "still running" }
+        if status == -1 { return "ended (status collected elsewhere)" }
+        let signal = status & 0x7f
+        guard signal != 0 else { return "exit status \((status >> 8) & 0xff)" }
+        let names: [Int32: String] = [SIGSEGV: "SIGSEGV", SIGBUS: "SIGBUS", SIGABRT: "SIGABRT", SIGILL: "SIGILL",
+                                      SIGKILL: "SIGKILL", SIGTERM: "SIGTERM", SIGTRAP: "SIGTRAP", SIGINT: "SIGINT"]
+        return "signal \(signal)\(names[signal].map { " (\($0))" } ?? "")"
+    }
+}
