@@ -124,7 +124,7 @@ struct BenchError: Error, CustomStringConvertible {
 }
 
 /// Alternates the compared commands between runs: run r starts with the r-th one.
-func rotated<T>(_ items: [T], by round: Int) -> [T] {
+func rotated<Item>(_ items: [Item], by round: Int) -> [Item] {
     guard !items.isEmpty else { return items }
     let shift = round % items.count
     return Array(items[shift...] + items[..<shift])

@@ -134,6 +134,13 @@ final class CtlDaemon: NimbusdProcess, @unchecked Sendable {
         TemporaryDirectory.remove(root, label: "nimbusctl test")
     }
 
+    /// `nimbusctl --socket SOCKET arguments…` left running (`watch`, `lock -- COMMAND`), from
+    /// the sandbox, its output in a file there.
+    func background(_ arguments: [String], separateErrors: Bool = false) throws -> BackgroundProcess {
+        try BackgroundProcess(NimbusdProcess.nimbusctl, ["--socket", socket] + arguments, environment: environment,
+                              currentDirectory: root, scratch: root, separateErrors: separateErrors)
+    }
+
     func write(_ relative: String, _ text: String, side: String = "local") throws {
         let path = (side == "local" ? local : cloud) + "/" + relative
         try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
@@ -150,39 +157,5 @@ final class CtlDaemon: NimbusdProcess, @unchecked Sendable {
         try await Polling.eventually("\(relative) to reach the cloud") {
             read(relative, side: "cloud") == text ? nil : "cloud has \(read(relative, side: "cloud") ?? "nothing")"
         }
-    }
-}
-
-/// `nimbusctl watch` running in the background, its output in files read as it grows.
-final class CtlWatch: @unchecked Sendable {
-    private let process = Process()
-    private let outPath: String
-    private let errPath: String
-
-    init(_ daemon: CtlDaemon, json: Bool) throws {
-        let id = UUID().uuidString
-        outPath = daemon.root + "/watch-\(id).out"
-        errPath = daemon.root + "/watch-\(id).err"
-        FileManager.default.createFile(atPath: outPath, contents: nil)
-        FileManager.default.createFile(atPath: errPath, contents: nil)
-        process.executableURL = URL(fileURLWithPath: NimbusdProcess.nimbusctl)
-        process.arguments = ["--socket", daemon.socket] + (json ? ["--json"] : []) + ["watch"]
-        process.environment = daemon.environment
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle(forWritingAtPath: outPath)
-        process.standardError = FileHandle(forWritingAtPath: errPath)
-        try process.run()
-    }
-
-    var output: String { (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "" }
-    var errors: String { (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "" }
-    var isRunning: Bool { process.isRunning }
-    var status: Int32 { process.terminationStatus }
-
-    /// Interrupts it as Ctrl-C would, if it still runs.
-    func stop() async {
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGINT)
-        while process.isRunning { try? await Task.sleep(for: .milliseconds(10)) }
     }
 }

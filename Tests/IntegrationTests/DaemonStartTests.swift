@@ -11,20 +11,12 @@ struct DaemonStartTests {
     /// Runs nimbusd with `arguments` until it exits (at most 20 s, else it is killed and the
     /// test fails); its exit status and what it logged.
     func runDaemon(_ arguments: [String], sandbox: String, environment: [String: String]) async throws -> (status: Int32, log: String) {
-        let logPath = sandbox + "/start-\(UUID().uuidString).log"
-        FileManager.default.createFile(atPath: logPath, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: NimbusdProcess.nimbusd)
-        process.arguments = arguments
-        process.environment = environment
-        process.standardOutput = FileHandle(forWritingAtPath: logPath)
-        process.standardError = FileHandle(forWritingAtPath: logPath)
-        try process.run()
-        defer { process.killAndWait() }
+        let process = try BackgroundProcess(NimbusdProcess.nimbusd, arguments, environment: environment, scratch: sandbox)
+        defer { process.stop() }
         let exited = try await process.exited(within: .seconds(20))
-        let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+        let log = process.output
         guard exited else { throw HarnessFailure("nimbusd kept running (it should have exited):\n\(log)") }
-        return (process.terminationStatus, log)
+        return (process.status, log)
     }
 
     func sandbox() throws -> (root: String, environment: [String: String]) {
@@ -72,14 +64,9 @@ struct DaemonStartTests {
         // for a missing cloud folder (an unmounted share) instead.
         try FileManager.default.createDirectory(atPath: root + "/paired", withIntermediateDirectories: true)
         try "nimbus-root 1\ncloud=1234\n".write(toFile: root + "/paired/.nimbus-root", atomically: false, encoding: .utf8)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: NimbusdProcess.nimbusd)
-        process.arguments = arguments(root, local: root + "/paired", cloud: root + "/mnt/share", name: "waits")
-        process.environment = environment
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        defer { process.killAndWait() }
+        let process = try BackgroundProcess(NimbusdProcess.nimbusd, arguments(root, local: root + "/paired", cloud: root + "/mnt/share", name: "waits"),
+                                            environment: environment, scratch: root)
+        defer { process.stop() }
         try await Polling.eventually("the daemon to answer while it waits for the cloud folder") {
             guard process.isRunning else { return "exited: \(process.exitDescription)" }
             let result = try await Polling.blocking {
@@ -103,14 +90,9 @@ struct DaemonStartTests {
             #expect(help.log.contains(text), "\(text)\n\(help.log)")
         }
         try FileManager.default.createDirectory(atPath: root + "/cloud", withIntermediateDirectories: true)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: NimbusdProcess.nimbusd)
-        process.arguments = arguments(root, local: root + "/new/deep/local", cloud: root + "/cloud")
-        process.environment = environment
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        defer { process.killAndWait() }
+        let process = try BackgroundProcess(NimbusdProcess.nimbusd, arguments(root, local: root + "/new/deep/local", cloud: root + "/cloud"),
+                                            environment: environment, scratch: root)
+        defer { process.stop() }
         try await Polling.eventually("the local folder to be created") {
             FileManager.default.fileExists(atPath: root + "/new/deep/local/.nimbus-root") ? nil : "not yet (\(process.exitDescription))"
         }
@@ -129,14 +111,9 @@ struct DaemonStartTests {
 
             // The lock dies with its daemon, however it ends.
             await first.terminate(signal: SIGKILL)
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: NimbusdProcess.nimbusd)
-            process.arguments = arguments(first.root, local: first.local, cloud: other, name: "third")
-            process.environment = first.environment
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            defer { process.killAndWait() }
+            let process = try BackgroundProcess(NimbusdProcess.nimbusd, arguments(first.root, local: first.local, cloud: other, name: "third"),
+                                                environment: first.environment, scratch: first.root)
+            defer { process.stop() }
             // The local marker names the first cloud folder, so this pair halts (a problem of
             // its own), but the daemon started: its socket answers.
             try await Polling.eventually("the third daemon to answer") {

@@ -3,8 +3,6 @@ import Glibc
 import NimbusSystem
 import Testing
 
-private typealias F = SyncFiles
-private typealias E = SyncExpect
 
 /// nimbusd on a private session bus with a recorder standing in for the desktop's
 /// notification server (SessionBusHarness): what the user is told, how often, and what a
@@ -20,8 +18,8 @@ struct DesktopNotificationTests {
         let daemon = try sandbox.daemon(device: "alpha")
         daemon.environmentOverrides["DBUS_SESSION_BUS_ADDRESS"] = bus.address
         let names = (0..<150).map { "f\($0).txt" }
-        try F.makeDirectory(F.join(daemon.local, "docs"))
-        for name in names { try F.write(F.join(daemon.local, "docs/" + name), Array("file \(name)\n".utf8)) }
+        try SyncFiles.makeDirectory(SyncFiles.join(daemon.local, "docs"))
+        for name in names { try SyncFiles.write(SyncFiles.join(daemon.local, "docs/" + name), Array("file \(name)\n".utf8)) }
         try await daemon.start()
         try await sandbox.converge("first sync of 150 files", daemon.local, daemon.cloud, timeout: .seconds(60)) {
             let count = try SyncTree(scanning: daemon.cloud).fileCount
@@ -29,7 +27,7 @@ struct DesktopNotificationTests {
         }
         #expect(recorder.recorded.isEmpty, "notified before anything needed the user: \(recorder.recorded.map(\.summary))")
         let mark = daemon.logMark
-        for name in names.prefix(120) { try F.remove(F.join(daemon.local, "docs/" + name)) }
+        for name in names.prefix(120) { try SyncFiles.remove(SyncFiles.join(daemon.local, "docs/" + name)) }
         _ = try await daemon.waitForLog("holding", since: mark, timeout: .seconds(60))
         let calls = try await recorder.waitForCalls(1)
         try #require(calls.count == 1, "\(calls.map(\.summary))\n\(sandbox.logs(lines: 30))")
@@ -45,9 +43,9 @@ struct DesktopNotificationTests {
             #expect(held.actions == ["confirm-deletes", "Confirm deletions", "revert-deletes", "Restore files"])
 
             // More passes (a new file, a full rescan) tell nothing new.
-            try F.write(F.join(daemon.local, "after.txt"), Array("later\n".utf8))
+            try SyncFiles.write(SyncFiles.join(daemon.local, "after.txt"), Array("later\n".utf8))
             try await sandbox.eventually("a new file still syncs while deletions are held", timeout: .seconds(30)) {
-                try E.file(daemon.cloud, "after.txt", "later\n")
+                try SyncExpect.file(daemon.cloud, "after.txt", "later\n")
             }
             #expect(daemon.control(["rescan"]).status == 0)
             #expect(recorder.recorded.count == 1, "told again: \(recorder.recorded.map(\.summary))")
@@ -93,18 +91,18 @@ struct DesktopNotificationTests {
         try await DBusClientTests.withRecorder("notify-conflict") { bus, recorder, sandbox in
             let bin = try sandbox.folder("bin")
             let opened = sandbox.root + "/opened.txt"
-            try F.write(F.join(bin, "xdg-open"), Array("#!/bin/sh\nprintf '%s\\n' \"$@\" > '\(opened).tmp' && mv '\(opened).tmp' '\(opened)'\n".utf8),
+            try SyncFiles.write(SyncFiles.join(bin, "xdg-open"), Array("#!/bin/sh\nprintf '%s\\n' \"$@\" > '\(opened).tmp' && mv '\(opened).tmp' '\(opened)'\n".utf8),
                         mode: 0o755)
             let daemon = try sandbox.daemon(device: "alpha")
             daemon.environmentOverrides["DBUS_SESSION_BUS_ADDRESS"] = bus.address
             daemon.environmentOverrides["PATH"] = bin + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
-            try F.makeDirectory(F.join(daemon.local, "team notes"))
-            try F.write(F.join(daemon.local, "team notes/plan.txt"), Array("original\n".utf8))
+            try SyncFiles.makeDirectory(SyncFiles.join(daemon.local, "team notes"))
+            try SyncFiles.write(SyncFiles.join(daemon.local, "team notes/plan.txt"), Array("original\n".utf8))
             try await daemon.start()
-            try await sandbox.converge("first sync", daemon.local, daemon.cloud) { try E.file(daemon.cloud, "team notes/plan.txt", "original\n") }
+            try await sandbox.converge("first sync", daemon.local, daemon.cloud) { try SyncExpect.file(daemon.cloud, "team notes/plan.txt", "original\n") }
             try await daemon.stop()
-            try F.write(F.join(daemon.local, "team notes/plan.txt"), Array("edited here\n".utf8))
-            try F.write(F.join(daemon.cloud, "team notes/plan.txt"), Array("edited in the cloud\n".utf8))
+            try SyncFiles.write(SyncFiles.join(daemon.local, "team notes/plan.txt"), Array("edited here\n".utf8))
+            try SyncFiles.write(SyncFiles.join(daemon.cloud, "team notes/plan.txt"), Array("edited in the cloud\n".utf8))
             try await daemon.start()
 
             let calls = try await recorder.waitForCalls(1)
@@ -128,16 +126,16 @@ struct DesktopNotificationTests {
         try await DBusClientTests.withRecorder("notify-halted", capabilities: ["body", "body-markup"]) { bus, recorder, sandbox in
             let daemon = try sandbox.daemon(device: "alpha", cloud: "cloud <&>")
             daemon.environmentOverrides["DBUS_SESSION_BUS_ADDRESS"] = bus.address
-            try F.write(F.join(daemon.local, "a.txt"), Array("a\n".utf8))
+            try SyncFiles.write(SyncFiles.join(daemon.local, "a.txt"), Array("a\n".utf8))
             try await daemon.start()
-            try await sandbox.converge("first sync", daemon.local, daemon.cloud) { try E.file(daemon.cloud, "a.txt", "a\n") }
-            try F.rename(Array(daemon.cloud.utf8), Array((daemon.cloud + " away").utf8))
+            try await sandbox.converge("first sync", daemon.local, daemon.cloud) { try SyncExpect.file(daemon.cloud, "a.txt", "a\n") }
+            try SyncFiles.rename(Array(daemon.cloud.utf8), Array((daemon.cloud + " away").utf8))
             let calls = try await recorder.waitForCalls(1)
             try #require(calls.count == 1, "\(sandbox.logs(lines: 30))")
             #expect(calls[0].summary == "Nimbus stopped syncing" && calls[0].actions.isEmpty)
             #expect(calls[0].body.contains("cloud &lt;&amp;&gt;") && !calls[0].body.contains("<&>"), "\(calls[0].body)")
             let mark = daemon.logMark
-            try F.rename(Array((daemon.cloud + " away").utf8), Array(daemon.cloud.utf8))
+            try SyncFiles.rename(Array((daemon.cloud + " away").utf8), Array(daemon.cloud.utf8))
             _ = try await daemon.waitForLog("sync resumes", since: mark, timeout: .seconds(30))
             #expect(recorder.recorded.count == 1, "\(recorder.recorded.map(\.summary))")
             try await daemon.stop()
@@ -186,17 +184,17 @@ struct DesktopNotificationTests {
         defer { silent.close() }
         let daemon = try sandbox.daemon(device: "alpha")
         daemon.environmentOverrides["DBUS_SESSION_BUS_ADDRESS"] = "unix:path=" + sandbox.root + "/silent-bus"
-        for i in 0..<150 { try F.write(F.join(daemon.local, "f\(i)"), Array("\(i)\n".utf8)) }
+        for i in 0..<150 { try SyncFiles.write(SyncFiles.join(daemon.local, "f\(i)"), Array("\(i)\n".utf8)) }
         try await daemon.start()
         try await sandbox.converge("first sync", daemon.local, daemon.cloud, timeout: .seconds(60)) {
-            try E.file(daemon.cloud, "f149", "149\n")
+            try SyncExpect.file(daemon.cloud, "f149", "149\n")
         }
         let mark = daemon.logMark
-        for i in 0..<120 { try F.remove(F.join(daemon.local, "f\(i)")) }
+        for i in 0..<120 { try SyncFiles.remove(SyncFiles.join(daemon.local, "f\(i)")) }
         _ = try await daemon.waitForLog("holding", since: mark, timeout: .seconds(60))
         _ = try await daemon.waitForLog("desktop notifications: cannot use the session bus", since: mark, timeout: .seconds(30))
-        try F.write(F.join(daemon.local, "after"), Array("x\n".utf8))
-        try await sandbox.eventually("a new file still syncs", timeout: .seconds(30)) { try E.file(daemon.cloud, "after", "x\n") }
+        try SyncFiles.write(SyncFiles.join(daemon.local, "after"), Array("x\n".utf8))
+        try await sandbox.eventually("a new file still syncs", timeout: .seconds(30)) { try SyncExpect.file(daemon.cloud, "after", "x\n") }
         #expect(daemon.logLines(containing: "cannot use the session bus").count == 1)
         try await daemon.stop()
     }

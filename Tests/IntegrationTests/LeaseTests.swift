@@ -49,7 +49,7 @@ struct LeaseTests {
             let final = old + (1...100).map { String(format: "%03d\n", $0) }.joined()
             let file = d.local + "/db.txt"
             let done = d.root + "/writer.done"
-            let writer = try LeaseProcess(d, ["lock", "db.txt", "--", "sh", "-c",
+            let writer = try d.background(["lock", "db.txt", "--", "sh", "-c",
                                               "for i in $(seq 1 100); do printf '%03d\\n' \"$i\" >> '\(file)'; sleep 0.01; done; date +%s.%N > '\(done)'"])
             // Watch the cloud copy the whole time: old or final, nothing between, until the
             // final one arrives (deadline 5 s after the writer's last append).
@@ -68,7 +68,7 @@ struct LeaseTests {
                 polls += 1
                 try await Task.sleep(for: .milliseconds(3))
             }
-            try await writer.waitForExit()
+            try await writer.waitForExit(timeout: .seconds(10))
             #expect(writer.status == 0, "\(writer.output)")
             #expect(d.read("db.txt") == final)
             let writerEnded = try #require(finished, "the writer did not finish: \(writer.output)")
@@ -89,7 +89,7 @@ struct LeaseTests {
             try d.write("k.txt", "before")
             try await d.waitForCloud("k.txt", "before")
             let pidFile = d.root + "/child.pid"
-            let holder = try LeaseProcess(d, ["lock", "k.txt", "--", "sh", "-c", "echo $$ > '\(pidFile)'; exec sleep 60"])
+            let holder = try d.background(["lock", "k.txt", "--", "sh", "-c", "echo $$ > '\(pidFile)'; exec sleep 60"])
             try await Polling.eventually("the command to start under the lease", timeout: .seconds(30)) {
                 (try? String(contentsOfFile: pidFile, encoding: .utf8))?.isEmpty == false ? nil : "no pid file"
             }
@@ -103,7 +103,7 @@ struct LeaseTests {
             #expect(d.read("k.txt", side: "cloud") == "before", "the daemon synced a leased path")
 
             kill(holder.pid, SIGKILL)
-            try await holder.waitForExit()
+            try await holder.waitForExit(timeout: .seconds(10))
             #expect(holder.status == 128 + SIGKILL || holder.status == SIGKILL)
             try await waitForNoLeases(d)
             try await Polling.eventually("k.txt to sync after the holder died", timeout: .seconds(30)) {
@@ -118,8 +118,8 @@ struct LeaseTests {
     @Test func anInterruptWhileTheCommandRunsIsForTheCommand() async throws {
         try await withDaemon { d in
             try d.write("i.txt", "i")
-            let holder = try LeaseProcess(d, ["lock", "i.txt", "--", "sh", "-c", "kill -INT $PPID; kill -QUIT $PPID; sleep 0.3; exit 5"])
-            try await holder.waitForExit()
+            let holder = try d.background(["lock", "i.txt", "--", "sh", "-c", "kill -INT $PPID; kill -QUIT $PPID; sleep 0.3; exit 5"])
+            try await holder.waitForExit(timeout: .seconds(10))
             #expect(holder.status == 5, "nimbusctl did not outlive an interrupt meant for its command: \(holder.status) \(holder.output)")
             try await waitForNoLeases(d)
         }
@@ -131,8 +131,8 @@ struct LeaseTests {
             let log = d.root + "/turns.log"
             // Each holder keeps its lease until the test lets it go (a stop file), however slow
             // the machine is.
-            func holder(_ name: String) throws -> LeaseProcess {
-                try LeaseProcess(d, ["lock", "x.txt", "--", "sh", "-c",
+            func holder(_ name: String) throws -> BackgroundProcess {
+                try d.background(["lock", "x.txt", "--", "sh", "-c",
                                      "echo \(name)-start >> '\(log)'; while [ ! -e '\(d.root)/stop-\(name)' ]; do sleep 0.02; done; echo \(name)-end >> '\(log)'"])
             }
             let first = try holder("A")
@@ -141,8 +141,8 @@ struct LeaseTests {
             try await waitForLease(d, "x.txt", state: "waiting")
             FileManager.default.createFile(atPath: d.root + "/stop-B", contents: nil)
             FileManager.default.createFile(atPath: d.root + "/stop-A", contents: nil)
-            try await first.waitForExit()
-            try await second.waitForExit()
+            try await first.waitForExit(timeout: .seconds(10))
+            try await second.waitForExit(timeout: .seconds(10))
             #expect(first.status == 0 && second.status == 0, "\(first.output)\n\(second.output)")
             let turns = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
             #expect(turns == "A-start\nA-end\nB-start\nB-end\n", "\(turns)")
@@ -154,7 +154,7 @@ struct LeaseTests {
         try await withDaemon { d in
             try d.write("F/f.txt", "f")
             // Shared on the folder held: exclusive on a file inside is busy.
-            let reader = try LeaseProcess(d, ["lock", "--shared", "F", "--", "sh", "-c",
+            let reader = try d.background(["lock", "--shared", "F", "--", "sh", "-c",
                                               "while [ ! -e '\(d.root)/stop-reader' ]; do sleep 0.02; done"])
             try await waitForLease(d, "F")
             let busy = try await d.ctl(["lock", "--wait", "0.3", "F/f.txt", "--", "true"])
@@ -163,20 +163,20 @@ struct LeaseTests {
             #expect(try await d.ctl(["lock", "--shared", "--wait", "0", "F/f.txt", "--", "true"]).status == 0,
                     "shared leases go together")
             FileManager.default.createFile(atPath: d.root + "/stop-reader", contents: nil)
-            try await reader.waitForExit()
+            try await reader.waitForExit(timeout: .seconds(10))
             #expect(reader.status == 0)
             let json = try await d.ctl(["--json", "lock", "--wait", "0", "F/f.txt", "--", "true"])
             #expect(json.status == 0, "free again: \(json)")
 
             // Exclusive on the file held: shared on the folder is busy.
-            let writer = try LeaseProcess(d, ["lock", "F/f.txt", "--", "sh", "-c",
+            let writer = try d.background(["lock", "F/f.txt", "--", "sh", "-c",
                                               "while [ ! -e '\(d.root)/stop-writer' ]; do sleep 0.02; done"])
             try await waitForLease(d, "F/f.txt")
             let busyJSON = try await d.ctl(["--json", "lock", "--shared", "--wait", "0.3", "F", "--", "true"])
             #expect(busyJSON.status == 1, "\(busyJSON)")
             #expect((try? busyJSON.json()["error"] as? [String: Any])?["name"] as? String == "busy", "\(busyJSON)")
             FileManager.default.createFile(atPath: d.root + "/stop-writer", contents: nil)
-            try await writer.waitForExit()
+            try await writer.waitForExit(timeout: .seconds(10))
             #expect(try await d.ctl(["lock", "--shared", "--wait", "0", "F", "--", "true"]).status == 0)
             try await waitForNoLeases(d)
         }
@@ -201,37 +201,6 @@ struct LeaseTests {
             let usage = try await d.ctl(["lock", "s.txt", "true"])
             #expect(usage.status == 2, "\(usage)")
             try await waitForNoLeases(d)
-        }
-    }
-}
-
-/// `nimbusctl lock …` running in the background, its output in one file.
-final class LeaseProcess: @unchecked Sendable {
-    private let process = Process()
-    private let outPath: String
-
-    init(_ daemon: CtlDaemon, _ arguments: [String]) throws {
-        outPath = daemon.root + "/lease-\(UUID().uuidString).out"
-        FileManager.default.createFile(atPath: outPath, contents: nil)
-        process.executableURL = URL(fileURLWithPath: NimbusdProcess.nimbusctl)
-        process.arguments = ["--socket", daemon.socket] + arguments
-        process.environment = daemon.environment
-        process.currentDirectoryURL = URL(fileURLWithPath: daemon.root)
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle(forWritingAtPath: outPath)
-        process.standardError = FileHandle(forWritingAtPath: outPath)
-        try process.run()
-    }
-
-    var pid: Int32 { process.processIdentifier }
-    var isRunning: Bool { process.isRunning }
-    var status: Int32 { process.shellStatus }
-    var output: String { (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "" }
-
-    func waitForExit(timeout: Duration = .seconds(10)) async throws {
-        guard try await process.exited(within: timeout) else {
-            kill(pid, SIGKILL)
-            throw HarnessFailure("nimbusctl \(process.arguments ?? []) still runs after \(timeout)")
         }
     }
 }

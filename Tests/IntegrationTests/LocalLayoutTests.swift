@@ -6,8 +6,6 @@ import Testing
 /// (hard links), and a folder renamed while a download into it runs.
 @Suite(.timeLimit(.minutes(3)))
 struct LocalLayoutTests {
-    typealias F = SyncFiles
-    typealias E = SyncExpect
 
     @Test("an append through one hard link reaches the cloud copies of every name of the file")
     func aWriteThroughOneHardLinkUpdatesEveryName() async throws {
@@ -15,25 +13,25 @@ struct LocalLayoutTests {
         defer { sandbox.finish() }
         let daemon = try sandbox.daemon(device: "alpha")
         let local = daemon.local, cloud = daemon.cloud
-        try F.makeDirectory(F.join(local, "d"))
-        try F.write(F.join(local, "hl_a"), Array("one\n".utf8))
-        try F.check(F.call("link", F.join(local, "hl_a")) { a in
-            F.call("link", F.join(local, "d/hl_b")) { b in link(a, b) }
-        }, "link", F.join(local, "d/hl_b"))
+        try SyncFiles.makeDirectory(SyncFiles.join(local, "d"))
+        try SyncFiles.write(SyncFiles.join(local, "hl_a"), Array("one\n".utf8))
+        try SyncFiles.check(SyncFiles.call("link", SyncFiles.join(local, "hl_a")) { a in
+            SyncFiles.call("link", SyncFiles.join(local, "d/hl_b")) { b in link(a, b) }
+        }, "link", SyncFiles.join(local, "d/hl_b"))
         try await daemon.start()
         try await sandbox.converge("first sync", local, cloud, timeout: .seconds(30)) {
-            try E.all(E.file(cloud, "hl_a", "one\n"), E.file(cloud, "d/hl_b", "one\n"))
+            try SyncExpect.all(SyncExpect.file(cloud, "hl_a", "one\n"), SyncExpect.file(cloud, "d/hl_b", "one\n"))
         }
-        try F.append(F.join(local, "d/hl_b"), Array("two\n".utf8))
+        try SyncFiles.append(SyncFiles.join(local, "d/hl_b"), Array("two\n".utf8))
         try await sandbox.converge("both names updated", local, cloud, timeout: .seconds(30)) {
-            try E.all(E.file(cloud, "hl_a", "one\ntwo\n"), E.file(cloud, "d/hl_b", "one\ntwo\n"))
+            try SyncExpect.all(SyncExpect.file(cloud, "hl_a", "one\ntwo\n"), SyncExpect.file(cloud, "d/hl_b", "one\ntwo\n"))
         }
         // And the other way round, after a restart (the names are found again in the journal).
         try await daemon.stop()
         try await daemon.start()
-        try F.append(F.join(local, "hl_a"), Array("three\n".utf8))
+        try SyncFiles.append(SyncFiles.join(local, "hl_a"), Array("three\n".utf8))
         try await sandbox.converge("both names updated after a restart", local, cloud, timeout: .seconds(30)) {
-            try E.all(E.file(cloud, "hl_a", "one\ntwo\nthree\n"), E.file(cloud, "d/hl_b", "one\ntwo\nthree\n"))
+            try SyncExpect.all(SyncExpect.file(cloud, "hl_a", "one\ntwo\nthree\n"), SyncExpect.file(cloud, "d/hl_b", "one\ntwo\nthree\n"))
         }
         try await daemon.stop()
     }
@@ -54,23 +52,23 @@ struct LocalLayoutTests {
         defer { sandbox.finish() }
         let daemon = try sandbox.daemon(device: "alpha")
         let local = daemon.local, cloud = daemon.cloud
-        try F.makeDirectory(F.join(cloud, "dir"))
+        try SyncFiles.makeDirectory(SyncFiles.join(cloud, "dir"))
         try await daemon.start()
-        try await sandbox.converge("the folder synced", local, cloud, timeout: .seconds(30)) { try E.directory(local, "dir") }
+        try await sandbox.converge("the folder synced", local, cloud, timeout: .seconds(30)) { try SyncExpect.directory(local, "dir") }
         let original = sandbox.root + "/big.bin"
         try PlaceholderFiles.writeBig(original, megabytes: megabytes, seed: 12)
         // Appears whole in the cloud folder (a rename), so the download starts at once.
-        try F.rename(Array(original.utf8), F.join(cloud, "dir/big.bin"))
+        try SyncFiles.rename(Array(original.utf8), SyncFiles.join(cloud, "dir/big.bin"))
         try await sandbox.eventually("the download to start", timeout: .seconds(30), interval: .milliseconds(1)) {
-            !(try F.temporaryFiles(in: local + "/dir")).isEmpty || F.exists(F.join(local, "dir/big.bin")) ? nil : "not yet"
+            !(try SyncFiles.temporaryFiles(in: local + "/dir")).isEmpty || SyncFiles.exists(SyncFiles.join(local, "dir/big.bin")) ? nil : "not yet"
         }
-        try F.rename(F.join(local, "dir"), F.join(local, "renamed"))
-        let carried = try F.temporaryFiles(in: local + "/renamed")
+        try SyncFiles.rename(SyncFiles.join(local, "dir"), SyncFiles.join(local, "renamed"))
+        let carried = try SyncFiles.temporaryFiles(in: local + "/renamed")
         print("[aFolderRenamedDuringADownload] attempt \(attempt), \(megabytes) MB: temporary files carried by the rename: \(carried)")
         try await sandbox.converge("the file downloaded into the renamed folder", local, cloud, timeout: .seconds(60),
                                    contentLimit: 0) {
-            let left = try F.temporaryFiles(in: local)
-            return try E.all(E.directory(cloud, "renamed"), F.exists(F.join(local, "renamed/big.bin")) ? nil : "no renamed/big.bin",
+            let left = try SyncFiles.temporaryFiles(in: local)
+            return try SyncExpect.all(SyncExpect.directory(cloud, "renamed"), SyncFiles.exists(SyncFiles.join(local, "renamed/big.bin")) ? nil : "no renamed/big.bin",
                              left.isEmpty ? nil : "temporary files left in the local folder: \(left)")
         }
         try await daemon.stop(timeout: .seconds(30))
@@ -92,12 +90,12 @@ struct LocalLayoutTests {
         #expect(pwrite(fd, data, data.count, off_t(1 << 30)) == data.count)
         close(fd)
         // Appears whole (a rename), so the daemon copies it once.
-        try F.rename(Array((local + "/.sparse-in-progress").utf8), F.join(local, "disk.img"))
+        try SyncFiles.rename(Array((local + "/.sparse-in-progress").utf8), SyncFiles.join(local, "disk.img"))
         try await sandbox.eventually("disk.img in the cloud", timeout: .seconds(60)) {
-            guard let status = try F.status(F.join(cloud, "disk.img")) else { return "not there yet" }
+            guard let status = try SyncFiles.status(SyncFiles.join(cloud, "disk.img")) else { return "not there yet" }
             return Int64(status.st_size) == size ? nil : "\(status.st_size) bytes"
         }
-        let status = try #require(try F.status(F.join(cloud, "disk.img")))
+        let status = try #require(try SyncFiles.status(SyncFiles.join(cloud, "disk.img")))
         print("[aSparseFileStaysSparseInTheCloud] the cloud copy of a \(size)-byte file takes \(Int64(status.st_blocks) * 512) bytes")
         #expect(Int64(status.st_blocks) * 512 <= 1 << 20, "the cloud copy takes \(Int64(status.st_blocks) * 512) bytes on disk")
         // The daemon may still be comparing the two copies (2 GiB of holes to read): let it finish.

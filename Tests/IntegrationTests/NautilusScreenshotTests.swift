@@ -12,7 +12,6 @@ import NimbusTestSupport
 /// Packaging/screenshots/nautilus-states.png).
 @Suite(.serialized, .timeLimit(.minutes(4)))
 struct NautilusScreenshotTests {
-    typealias P = PlaceholderFiles
 
     /// What each name should show, by the emblem names of Packaging/nautilus/nimbus_shell/model.py.
     static let expected = [
@@ -40,10 +39,10 @@ struct NautilusScreenshotTests {
         let d = s.daemon
         d.mode = "mirror"
         for name in ["Report.odt", "Contract.pdf", "Notes.txt", "Projects/plan.txt"] {
-            try P.write(d.local + "/" + name, Array("the first version of \(name)\n".utf8))
+            try PlaceholderFiles.write(d.local + "/" + name, Array("the first version of \(name)\n".utf8))
         }
         for name in ["Holiday.jpg", "Video.mp4", "Photos/Beach.jpg", "Photos/Dunes.jpg"] {
-            try P.write(d.cloud + "/" + name, Array("cloud content of \(name)\n".utf8))
+            try PlaceholderFiles.write(d.cloud + "/" + name, Array("cloud content of \(name)\n".utf8))
         }
         try await d.start()
         let style = try await d.ctlJSON(["status"])["placeholderStyle"] as? String ?? "suffix"
@@ -56,8 +55,8 @@ struct NautilusScreenshotTests {
         try await d.ctlJSON(["pin", "Contract.pdf"])
         // A conflict: both sides change while paused.
         try await d.ctlJSON(["pause"])
-        try P.write(d.local + "/Notes.txt", Array("this device's edit\n".utf8))
-        try P.write(d.cloud + "/Notes.txt", Array("the cloud's edit\n".utf8))
+        try PlaceholderFiles.write(d.local + "/Notes.txt", Array("this device's edit\n".utf8))
+        try PlaceholderFiles.write(d.cloud + "/Notes.txt", Array("the cloud's edit\n".utf8))
         try await d.ctlJSON(["resume"])
         // An error: opening a placeholder is an automatic download, which keeps min-free-space
         // free; no disk has 1000 TiB, so it is refused and the file is in state error.
@@ -81,7 +80,7 @@ struct NautilusScreenshotTests {
             try await d.ctlJSON(["pause"])
             try FileManager.default.removeItem(atPath: d.cloud + "/Video.mp4")
         }
-        _ = P.touchByOpening(onDisk("Video.mp4"))  // real names: the open itself fails
+        _ = PlaceholderFiles.touchByOpening(onDisk("Video.mp4"))  // real names: the open itself fails
         try await waitForStates(d, others.merging(["Video.mp4": "error"]) { $1 })
 
         try desktop.expose(socket: d.socketPath, as: "e2e")

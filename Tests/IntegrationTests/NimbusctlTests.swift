@@ -195,8 +195,8 @@ struct NimbusctlTests {
     }
 
     func watch(_ daemon: CtlDaemon) async throws {
-        let json = try CtlWatch(daemon, json: true)
-        let human = try CtlWatch(daemon, json: false)
+        let json = try daemon.background(["--json", "watch"], separateErrors: true)
+        let human = try daemon.background(["watch"], separateErrors: true)
         // A new file until both watchers have reported one: a watcher may subscribe after
         // the first write, so one file alone could be missed.
         var written: [String] = []

@@ -8,8 +8,6 @@ import Testing
 /// and a shell redirection (`exec 3>>file`).
 @Suite(.timeLimit(.minutes(3)))
 struct OpenWriterTests {
-    typealias F = SyncFiles
-    typealias E = SyncExpect
 
     /// A program that opens a file for writing, says so by creating `ready`, waits for a line
     /// on its standard input, then writes its lines and closes the file.
@@ -79,10 +77,10 @@ struct OpenWriterTests {
             let made = Self.sqlite(local + "/" + name, "create table t(v text); insert into t values('base');")
             try #require(made.status == 0, "cannot make the database: \(made.output)")
         } else {
-            try F.write(F.join(local, name), Array("base\n".utf8))
+            try SyncFiles.write(SyncFiles.join(local, name), Array("base\n".utf8))
         }
         try await daemon.start()
-        try await sandbox.converge("first sync", local, cloud, timeout: .seconds(30)) { F.exists(F.join(cloud, name)) ? nil : "\(name) not in the cloud" }
+        try await sandbox.converge("first sync", local, cloud, timeout: .seconds(30)) { SyncFiles.exists(SyncFiles.join(cloud, name)) ? nil : "\(name) not in the cloud" }
 
         let ready = sandbox.root + "/ready"
         let (program, arguments) = writer.command(file: local + "/" + name, ready: ready)
@@ -95,7 +93,7 @@ struct OpenWriterTests {
         try process.run()
         defer { process.killAndWait() }
         input.fileHandleForWriting.write(Data(writer.start(ready: ready).utf8))
-        try await sandbox.eventually("\(writer) has \(name) open", timeout: .seconds(30)) { F.exists(Array(ready.utf8)) ? nil : "no \(ready) yet" }
+        try await sandbox.eventually("\(writer) has \(name) open", timeout: .seconds(30)) { SyncFiles.exists(Array(ready.utf8)) ? nil : "no \(ready) yet" }
 
         // The cloud copy changes while the program keeps the file open.
         let mark = daemon.logMark
@@ -103,13 +101,13 @@ struct OpenWriterTests {
             let edited = Self.sqlite(cloud + "/" + name, "insert into t values('cloud');")
             try #require(edited.status == 0, "cannot edit the cloud database: \(edited.output)")
         } else {
-            try F.append(F.join(cloud, name), Array("edit\n".utf8))
+            try SyncFiles.append(SyncFiles.join(cloud, name), Array("edit\n".utf8))
         }
         // Either the daemon declines to replace the open file (as it must) or it already has
         // (as it did before): only then does the program write, so both cases are tested alike.
         try await sandbox.eventually("the download of \(name) is tried", timeout: .seconds(30)) {
             if !daemon.logLines(containing: "open for writing", since: mark).isEmpty { return nil }
-            return try F.read(F.join(local, name)) == F.read(F.join(cloud, name)) ? nil : "not yet"
+            return try SyncFiles.read(SyncFiles.join(local, name)) == SyncFiles.read(SyncFiles.join(cloud, name)) ? nil : "not yet"
         }
         input.fileHandleForWriting.write(Data(writer.go.utf8))
         try input.fileHandleForWriting.close()
@@ -128,8 +126,8 @@ struct OpenWriterTests {
                 }
             }
             if writer == .sqlite { return nil }
-            return try E.all(E.file(local, name, "base\nedit\n"), E.file(cloud, name, "base\nedit\n"),
-                             E.file(local, copies[0], "base\n" + lines), E.file(cloud, copies[0], "base\n" + lines))
+            return try SyncExpect.all(SyncExpect.file(local, name, "base\nedit\n"), SyncExpect.file(cloud, name, "base\nedit\n"),
+                             SyncExpect.file(local, copies[0], "base\n" + lines), SyncExpect.file(cloud, copies[0], "base\n" + lines))
         }
         try await daemon.stop(timeout: .seconds(20))
     }
@@ -140,9 +138,9 @@ struct OpenWriterTests {
         defer { sandbox.finish() }
         let daemon = try sandbox.daemon(device: "alpha")
         let local = daemon.local, cloud = daemon.cloud
-        try F.write(F.join(local, "log.txt"), Array("base\n".utf8))
+        try SyncFiles.write(SyncFiles.join(local, "log.txt"), Array("base\n".utf8))
         try await daemon.start()
-        try await sandbox.converge("first sync", local, cloud, timeout: .seconds(30)) { try E.file(cloud, "log.txt", "base\n") }
+        try await sandbox.converge("first sync", local, cloud, timeout: .seconds(30)) { try SyncExpect.file(cloud, "log.txt", "base\n") }
 
         let ready = sandbox.root + "/ready"
         let (program, arguments) = Writer.shell.command(file: local + "/log.txt", ready: ready)
@@ -153,13 +151,13 @@ struct OpenWriterTests {
         process.standardInput = input
         try process.run()
         defer { process.killAndWait() }
-        try await sandbox.eventually("the shell has log.txt open", timeout: .seconds(30)) { F.exists(Array(ready.utf8)) ? nil : "no \(ready) yet" }
+        try await sandbox.eventually("the shell has log.txt open", timeout: .seconds(30)) { SyncFiles.exists(Array(ready.utf8)) ? nil : "no \(ready) yet" }
 
         let mark = daemon.logMark
-        try F.remove(F.join(cloud, "log.txt"))
+        try SyncFiles.remove(SyncFiles.join(cloud, "log.txt"))
         try await sandbox.eventually("the deletion of log.txt is tried", timeout: .seconds(30)) {
             if !daemon.logLines(containing: "open for writing", since: mark).isEmpty { return nil }
-            return F.exists(F.join(local, "log.txt")) ? "not yet" : nil
+            return SyncFiles.exists(SyncFiles.join(local, "log.txt")) ? "not yet" : nil
         }
         input.fileHandleForWriting.write(Data(Writer.shell.go.utf8))
         try input.fileHandleForWriting.close()
@@ -167,7 +165,7 @@ struct OpenWriterTests {
         let lines = (0..<20).map { "line \($0)\n" }.joined()
         // A change beats a delete (DESIGN §4): the written file comes back to the cloud.
         try await sandbox.converge("the written file kept and uploaded", local, cloud, timeout: .seconds(40)) {
-            try E.all(E.file(local, "log.txt", "base\n" + lines), E.file(cloud, "log.txt", "base\n" + lines))
+            try SyncExpect.all(SyncExpect.file(local, "log.txt", "base\n" + lines), SyncExpect.file(cloud, "log.txt", "base\n" + lines))
         }
         try await daemon.stop(timeout: .seconds(20))
     }
@@ -178,12 +176,12 @@ struct OpenWriterTests {
         defer { sandbox.finish() }
         let daemon = try sandbox.daemon(device: "alpha")
         let local = daemon.local, cloud = daemon.cloud
-        try F.write(F.join(local, "doc.txt"), Array("original\n".utf8))
+        try SyncFiles.write(SyncFiles.join(local, "doc.txt"), Array("original\n".utf8))
         try await daemon.start()
-        try await sandbox.converge("first sync", local, cloud, timeout: .seconds(30)) { try E.file(cloud, "doc.txt", "original\n") }
+        try await sandbox.converge("first sync", local, cloud, timeout: .seconds(30)) { try SyncExpect.file(cloud, "doc.txt", "original\n") }
         try await daemon.stop(timeout: .seconds(20))
-        try F.write(F.join(local, "doc.txt"), Array("edited here\n".utf8))
-        try F.write(F.join(cloud, "doc.txt"), Array("edited in the cloud\n".utf8))
+        try SyncFiles.write(SyncFiles.join(local, "doc.txt"), Array("edited here\n".utf8))
+        try SyncFiles.write(SyncFiles.join(cloud, "doc.txt"), Array("edited in the cloud\n".utf8))
         try await daemon.start()
         try await sandbox.converge("the conflict", local, cloud, timeout: .seconds(30)) {
             let copies = try SyncSafetyTests.conflictCopies(in: local, stem: "doc", ext: "txt", device: "alpha")
@@ -199,10 +197,10 @@ struct OpenWriterTests {
         process.standardInput = input
         try process.run()
         defer { process.killAndWait() }
-        try await sandbox.eventually("the shell has doc.txt open", timeout: .seconds(30)) { F.exists(Array(ready.utf8)) ? nil : "no \(ready) yet" }
+        try await sandbox.eventually("the shell has doc.txt open", timeout: .seconds(30)) { SyncFiles.exists(Array(ready.utf8)) ? nil : "no \(ready) yet" }
         let refused = daemon.control(["resolve", "doc.txt", "--keep", "local"])
         #expect(refused.status != 0 && refused.output.contains("open for writing"), "\(refused)")
-        #expect(try E.file(local, "doc.txt", "edited in the cloud\n") == nil)
+        #expect(try SyncExpect.file(local, "doc.txt", "edited in the cloud\n") == nil)
 
         try input.fileHandleForWriting.close()  // `read` ends: the shell closes the file and exits.
         #expect(try await process.exited(within: .seconds(30)), "the shell did not finish")

@@ -12,15 +12,15 @@ extension PlaceholderIntegrationTests {
         let d = s.daemon
         d.config = ["placeholders": ["hydrate-on-open": "false"]]
         let names = ["modified.txt", "pinned.txt", "open.txt", "plain.txt"]
-        for name in names { try P.write(d.cloud + "/" + name, Array("cloud copy of \(name)\n".utf8)) }
+        for name in names { try PlaceholderFiles.write(d.cloud + "/" + name, Array("cloud copy of \(name)\n".utf8)) }
         try await d.start()
         try await d.eventually("placeholders") { names.compactMap { Self.isPlaceholder(d.local, $0) }.first }
         for name in names { try await d.ctlJSON(["download", name]) }
 
         /// The refusal left the file alone: still the real file, no placeholder beside it.
         func untouched(_ name: String, _ content: String) throws {
-            #expect(try P.read(d.local + "/" + name) == Array(content.utf8), "\(name) changed after a refused evict")
-            #expect(!P.exists(d.local + "/" + name + ".nimbus"), "a placeholder appeared beside \(name) after a refused evict")
+            #expect(try PlaceholderFiles.read(d.local + "/" + name) == Array(content.utf8), "\(name) changed after a refused evict")
+            #expect(!PlaceholderFiles.exists(d.local + "/" + name + ".nimbus"), "a placeholder appeared beside \(name) after a refused evict")
         }
 
         // Pinned.
@@ -31,7 +31,7 @@ extension PlaceholderIntegrationTests {
         try untouched("pinned.txt", "cloud copy of pinned.txt\n")
 
         // Open in a process (a reader with the file as its stdin).
-        let reader = try PlaceholderProcess(SyncHarness.tool("sleep"), ["60"], standardInput: d.local + "/open.txt", scratch: s.root)
+        let reader = try BackgroundProcess(SyncHarness.tool("sleep"), ["60"], standardInput: d.local + "/open.txt", scratch: s.root)
         defer { reader.stop() }
         let open = try await d.ctlError(["evict", "open.txt"])
         #expect(open.error["name"] as? String == "in_use", "\(open.result)")
@@ -40,18 +40,18 @@ extension PlaceholderIntegrationTests {
         // Modified and not uploaded yet: changed under a lease, which keeps the daemon off it.
         let stop = s.root + "/stop-writer", wrote = s.root + "/wrote"
         let file = d.local + "/modified.txt"
-        let writer = try PlaceholderProcess(SyncHarness.nimbusctl, [
+        let writer = try BackgroundProcess(SyncHarness.nimbusctl, [
             "--socket", d.socketPath, "lock", "modified.txt", "--", "sh", "-c",
             "printf 'changed here\\n' >> '\(file)'; touch '\(wrote)'; while [ ! -e '\(stop)' ]; do sleep 0.02; done",
         ], environment: d.environment, scratch: s.root)
         defer { writer.stop() }
         try await d.eventually("the writer to change modified.txt under its lease") {
-            P.exists(wrote) ? nil : (writer.isRunning ? "not yet" : "the writer exited: \(writer.output)")
+            PlaceholderFiles.exists(wrote) ? nil : (writer.isRunning ? "not yet" : "the writer exited: \(writer.output)")
         }
         let modified = try await d.ctlError(["evict", "modified.txt"])
         #expect(modified.error["name"] as? String == "not_in_sync", "\(modified.result)")
         try untouched("modified.txt", "cloud copy of modified.txt\nchanged here\n")
-        #expect(try P.read(d.cloud + "/modified.txt") == Array("cloud copy of modified.txt\n".utf8), "the change was uploaded under the lease")
+        #expect(try PlaceholderFiles.read(d.cloud + "/modified.txt") == Array("cloud copy of modified.txt\n".utf8), "the change was uploaded under the lease")
         // A person's messages say why (not only the error name).
         let plainRefusal = try await d.ctl(["evict", "open.txt"])
         #expect(plainRefusal.status == 1 && !plainRefusal.stderr.isEmpty, "\(plainRefusal)")
@@ -60,8 +60,8 @@ extension PlaceholderIntegrationTests {
         let evicted = try await d.ctlJSON(["evict", "plain.txt"])
         #expect(evicted["state"] as? String == "notDownloaded" && evicted["residency"] as? String == "evicted", "\(evicted)")
         #expect(Self.isPlaceholder(d.local, "plain.txt") == nil, "\(Self.isPlaceholder(d.local, "plain.txt") ?? "")")
-        #expect(P.xattr(d.local + "/plain.txt.nimbus", "user.nimbus.state") == "notDownloaded")
-        #expect(try P.read(d.cloud + "/plain.txt") == Array("cloud copy of plain.txt\n".utf8), "evict touched the cloud copy")
+        #expect(PlaceholderFiles.xattr(d.local + "/plain.txt.nimbus", "user.nimbus.state") == "notDownloaded")
+        #expect(try PlaceholderFiles.read(d.cloud + "/plain.txt") == Array("cloud copy of plain.txt\n".utf8), "evict touched the cloud copy")
 
         try await d.ctlJSON(["unpin", "pinned.txt"])
         try await d.ctlJSON(["evict", "pinned.txt"])
@@ -82,8 +82,8 @@ extension PlaceholderIntegrationTests {
             return result.status == 0 ? nil : "\(result)"
         }
         #expect(Self.isPlaceholder(d.local, "modified.txt") == nil)
-        let text = P.text(d.local + "/modified.txt.nimbus") ?? ""
-        #expect(P.parse(text).values["size"] == "\("cloud copy of modified.txt\nchanged here\n".utf8.count)", "\(text)")
+        let text = PlaceholderFiles.text(d.local + "/modified.txt.nimbus") ?? ""
+        #expect(PlaceholderFiles.parse(text).values["size"] == "\("cloud copy of modified.txt\nchanged here\n".utf8.count)", "\(text)")
         try await d.stop()
     }
 
@@ -97,7 +97,7 @@ extension PlaceholderIntegrationTests {
         d.config = ["cache": ["cache-limit": "100M"]]
         let names = ["a.bin", "b.bin", "c.bin", "d.bin", "pinned.bin"]
         var random = SeededRandom(seed: 9)
-        for name in names { try P.write(d.cloud + "/" + name, random.bytes(1 << 20)) }
+        for name in names { try PlaceholderFiles.write(d.cloud + "/" + name, random.bytes(1 << 20)) }
         try await d.start()
         try await d.eventually("placeholders") { names.compactMap { Self.isPlaceholder(d.local, $0) }.first }
 
@@ -110,8 +110,8 @@ extension PlaceholderIntegrationTests {
         let downloaded = ContinuousClock.now
         while ContinuousClock.now < downloaded + .milliseconds(1500) { try await Task.sleep(for: .milliseconds(50)) }
         // Now a and b are opened: c and d become the least recently opened.
-        #expect(P.touchByOpening(d.local + "/a.bin"))
-        #expect(P.touchByOpening(d.local + "/b.bin"))
+        #expect(PlaceholderFiles.touchByOpening(d.local + "/a.bin"))
+        #expect(PlaceholderFiles.touchByOpening(d.local + "/b.bin"))
         try await d.settle("opens")
         #expect(names.allSatisfy { Self.isResident(d, $0) == nil }, "a file was evicted with cache-limit = 100M")
 
@@ -149,7 +149,7 @@ extension PlaceholderIntegrationTests {
         #expect(Self.isPlaceholder(d.local, "d.bin") == nil)
         // The cloud is never touched by evictions.
         var check = SeededRandom(seed: 9)
-        for name in names { #expect(try P.read(d.cloud + "/" + name) == check.bytes(1 << 20), "the cloud copy of \(name) changed") }
+        for name in names { #expect(try PlaceholderFiles.read(d.cloud + "/" + name) == check.bytes(1 << 20), "the cloud copy of \(name) changed") }
         try await d.stop()
     }
 
@@ -160,7 +160,7 @@ extension PlaceholderIntegrationTests {
         let d = s.daemon
         let evictAfter: Duration = .seconds(3)
         d.config = ["placeholders": ["hydrate-on-open": "false"], "cache": ["evict-after": "3s"]]
-        for name in ["old.txt", "used.txt", "trigger.txt"] { try P.write(d.cloud + "/" + name, Array("\(name)\n".utf8)) }
+        for name in ["old.txt", "used.txt", "trigger.txt"] { try PlaceholderFiles.write(d.cloud + "/" + name, Array("\(name)\n".utf8)) }
         try await d.start()
         try await d.eventually("placeholders") { Self.isPlaceholder(d.local, "trigger.txt") }
         try await d.ctlJSON(["download", "old.txt"])
@@ -171,7 +171,7 @@ extension PlaceholderIntegrationTests {
             while ContinuousClock.now < downloaded + duration { try await Task.sleep(for: .milliseconds(50)) }
         }
         try await pass(.milliseconds(1200))  // opens are noted at most once a second per file
-        #expect(P.touchByOpening(d.local + "/used.txt"))
+        #expect(PlaceholderFiles.touchByOpening(d.local + "/used.txt"))
         let opened = ContinuousClock.now
         try await d.settle("open")
         try await pass(evictAfter + .milliseconds(300))
@@ -197,7 +197,7 @@ extension PlaceholderIntegrationTests {
         let d = s.daemon
         d.config = ["placeholders": ["hydrate-on-open": "false"]]
         let names = ["pinned.txt", "evicted.txt", "auto.txt", "never.txt", "F/f1.txt"]
-        for name in names { try P.write(d.cloud + "/" + name, Array("\(name)\n".utf8)) }
+        for name in names { try PlaceholderFiles.write(d.cloud + "/" + name, Array("\(name)\n".utf8)) }
         try await d.start()
         try await d.eventually("placeholders") { names.compactMap { Self.isPlaceholder(d.local, $0) }.first }
 
@@ -230,7 +230,7 @@ extension PlaceholderIntegrationTests {
         try await expectResidency("after a restart")
 
         // A cloud file new under the pinned folder is downloaded, in on-demand mode.
-        try P.write(d.cloud + "/F/f2.txt", Array("new under a pinned folder\n".utf8))
+        try PlaceholderFiles.write(d.cloud + "/F/f2.txt", Array("new under a pinned folder\n".utf8))
         try await d.eventually("F/f2.txt downloaded: its folder is pinned") { Self.isDownloaded(d, "F/f2.txt") }
 
         try await d.crash()
@@ -238,16 +238,16 @@ extension PlaceholderIntegrationTests {
         try await d.start()
         // Mirror mode downloads new cloud files, and a changed cloud file that is downloaded;
         // the evicted file, changed in the cloud too, only gets its placeholder rewritten.
-        try P.write(d.cloud + "/new-in-mirror.txt", Array("new\n".utf8))
-        try P.write(d.cloud + "/auto.txt", Array("auto.txt, changed in the cloud\n".utf8))
-        try P.write(d.cloud + "/evicted.txt", Array("evicted.txt, changed in the cloud\n".utf8))
+        try PlaceholderFiles.write(d.cloud + "/new-in-mirror.txt", Array("new\n".utf8))
+        try PlaceholderFiles.write(d.cloud + "/auto.txt", Array("auto.txt, changed in the cloud\n".utf8))
+        try PlaceholderFiles.write(d.cloud + "/evicted.txt", Array("evicted.txt, changed in the cloud\n".utf8))
         try await d.eventually("mirror mode downloads the new and the changed file") {
             Self.isDownloaded(d, "new-in-mirror.txt") ?? Self.isDownloaded(d, "auto.txt")
         }
         try await d.eventually("the placeholder of the evicted file shows its new size") {
             let size = "\("evicted.txt, changed in the cloud\n".utf8.count)"
-            return P.xattr(d.local + "/evicted.txt.nimbus", "user.nimbus.size") == size
-                ? nil : "user.nimbus.size \(P.xattr(d.local + "/evicted.txt.nimbus", "user.nimbus.size") ?? "none")"
+            return PlaceholderFiles.xattr(d.local + "/evicted.txt.nimbus", "user.nimbus.size") == size
+                ? nil : "user.nimbus.size \(PlaceholderFiles.xattr(d.local + "/evicted.txt.nimbus", "user.nimbus.size") ?? "none")"
         }
         try await d.settle("mirror")
         try await expectResidency("after a kill -9 and a restart in mirror mode")

@@ -26,19 +26,19 @@ extension PlaceholderIntegrationTests {
         // Automatic downloads (opening a placeholder) keep 32 MiB free; a person's request may
         // go down to the hard reserve of 16 MiB, never below.
         d.config = ["cache": ["min-free-space": "32M"]]
-        try P.writeBig(d.cloud + "/small.bin", megabytes: 4, seed: 1)
-        try P.writeBig(d.cloud + "/mid.bin", megabytes: 40, seed: 2)
-        try P.writeBig(d.cloud + "/huge.bin", megabytes: 56, seed: 3)
+        try PlaceholderFiles.writeBig(d.cloud + "/small.bin", megabytes: 4, seed: 1)
+        try PlaceholderFiles.writeBig(d.cloud + "/mid.bin", megabytes: 40, seed: 2)
+        try PlaceholderFiles.writeBig(d.cloud + "/huge.bin", megabytes: 56, seed: 3)
         try await d.start()
         try await d.eventually("placeholders") { ["small.bin", "mid.bin", "huge.bin"].compactMap { Self.isPlaceholder(d.local, $0) }.first }
 
         // small.bin (4 MiB) leaves about 60 MiB: opening it downloads it.
-        #expect(P.touchByOpening(d.local + "/small.bin.nimbus"))
+        #expect(PlaceholderFiles.touchByOpening(d.local + "/small.bin.nimbus"))
         try await d.eventually("small.bin downloaded on open") { Self.isDownloaded(d, "small.bin") }
 
         // mid.bin (40 MiB) would leave about 20 MiB < min-free-space: opening it is refused.
         var mark = d.logMark
-        #expect(P.touchByOpening(d.local + "/mid.bin.nimbus"))
+        #expect(PlaceholderFiles.touchByOpening(d.local + "/mid.bin.nimbus"))
         try await d.eventually("a log line saying why mid.bin is not downloaded") {
             d.logLines(containing: "mid.bin", since: mark).contains { $0.contains("space") } ? nil : "not yet"
         }
@@ -64,7 +64,7 @@ extension PlaceholderIntegrationTests {
         #expect(((hugeInfo["message"] as? String) ?? "").contains("space"), "the state error does not say why: \(hugeInfo)")
         #expect(Self.isPlaceholder(d.local, "huge.bin") == nil, "\(Self.isPlaceholder(d.local, "huge.bin") ?? "")")
         #expect(d.downloadsStarted("huge.bin") == 0, "a copy of huge.bin started")
-        #expect(P.temporaryFiles(d.local).isEmpty, "temporary files: \(P.temporaryFiles(d.local))")
+        #expect(PlaceholderFiles.temporaryFiles(d.local).isEmpty, "temporary files: \(PlaceholderFiles.temporaryFiles(d.local))")
         #expect(Self.freeBytes(d.local) >= free - (64 << 10), "free space went from \(free) to \(Self.freeBytes(d.local))")
 
         // mid.bin asked for explicitly may go below min-free-space (to about 20 MiB free).
@@ -84,7 +84,7 @@ extension PlaceholderIntegrationTests {
         let limit = 5
         d.config = ["placeholders": ["open-rate-limit": "\(limit)"]]
         let count = 200
-        for i in 0..<count { try P.write(d.cloud + "/tree/d\(i % 10)/file\(i).txt", Array("file \(i)\n".utf8)) }
+        for i in 0..<count { try PlaceholderFiles.write(d.cloud + "/tree/d\(i % 10)/file\(i).txt", Array("file \(i)\n".utf8)) }
         try await d.start()
         try await d.eventually("placeholders") { (0..<count).compactMap { Self.isPlaceholder(d.local, "tree/d\($0 % 10)/file\($0).txt") }.first }
 
@@ -93,7 +93,7 @@ extension PlaceholderIntegrationTests {
         let started = ContinuousClock.now
         var opens = 0
         for _ in 0..<5 {
-            for i in 0..<count where P.touchByOpening(d.local + "/tree/d\(i % 10)/file\(i).txt.nimbus") { opens += 1 }
+            for i in 0..<count where PlaceholderFiles.touchByOpening(d.local + "/tree/d\(i % 10)/file\(i).txt.nimbus") { opens += 1 }
         }
         let took = ContinuousClock.now - started
         print("[openStorm] \(opens) opens of placeholders in \(took)")
@@ -105,13 +105,13 @@ extension PlaceholderIntegrationTests {
         try await d.eventually("the \(admitted) downloads admitted during the storm to finish") {
             let started = d.allDownloadsStarted(since: mark).count
             let done = (0..<count).count { Self.isDownloaded(d, "tree/d\($0 % 10)/file\($0).txt") == nil }
-            return started == admitted && done == admitted && P.temporaryFiles(d.local).isEmpty
+            return started == admitted && done == admitted && PlaceholderFiles.temporaryFiles(d.local).isEmpty
                 ? nil : "\(admitted) admitted, \(started) started, \(done) complete"
         }
         let downloads = d.allDownloadsStarted(since: mark)
         #expect(downloads.count <= limit, "\(downloads.count) downloads for open-rate-limit = \(limit):\n\(downloads.joined(separator: "\n"))")
         #expect(downloads.count >= 1, "no placeholder was downloaded on open")
-        let downloaded = (0..<count).count { !P.exists(d.local + "/tree/d\($0 % 10)/file\($0).txt.nimbus") }
+        let downloaded = (0..<count).count { !PlaceholderFiles.exists(d.local + "/tree/d\($0 % 10)/file\($0).txt.nimbus") }
         #expect(downloaded == downloads.count, "\(downloaded) placeholders gone for \(downloads.count) downloads")
         let warnings = d.logLines(containing: "open-rate-limit", since: mark)
         #expect(warnings.count == 1, "the storm should be logged once, got \(warnings.count) lines:\n\(warnings.prefix(5).joined(separator: "\n"))")
@@ -145,14 +145,14 @@ extension PlaceholderIntegrationTests {
         let d = s.daemon
         d.config = ["placeholders": ["hydrate-on-open": "false"]]
         let original = s.root + "/original.bin"
-        try P.writeBig(original, megabytes: 200, seed: 42)
+        try PlaceholderFiles.writeBig(original, megabytes: 200, seed: 42)
         let copy = SyncHarness.run(SyncHarness.tool("cp"), ["-p", original, d.cloud + "/big.bin"])
         try #require(copy.status == 0, "\(copy.output)")
-        let cloudMtime = P.mtime(d.cloud + "/big.bin")
+        let cloudMtime = PlaceholderFiles.mtime(d.cloud + "/big.bin")
         try await d.start()
         try await d.eventually("the placeholder") { Self.isPlaceholder(d.local, "big.bin") }
 
-        let request = try PlaceholderProcess(SyncHarness.nimbusctl, ["--socket", d.socketPath, "download", "big.bin"],
+        let request = try BackgroundProcess(SyncHarness.nimbusctl, ["--socket", d.socketPath, "download", "big.bin"],
                                              environment: d.environment, scratch: s.root)
         defer { request.stop() }
         // Kill once the temporary file of the copy holds a random number of bytes (seeded).
@@ -165,18 +165,18 @@ extension PlaceholderIntegrationTests {
             // The window between the rename of the complete file into place and the journal
             // write is short: spin on lstat (no sleep) once the copy is under way, then kill.
             try await d.eventually("the copy to start", timeout: .seconds(30), interval: .milliseconds(1)) {
-                !P.temporaryFiles(d.local).isEmpty || !request.isRunning ? nil : "no temporary file yet"
+                !PlaceholderFiles.temporaryFiles(d.local).isEmpty || !request.isRunning ? nil : "no temporary file yet"
             }
             let deadline = ContinuousClock.now + .seconds(30)
             var status = stat()
             let file = d.local + "/big.bin"
             while lstat(file, &status) != 0 && request.isRunning && ContinuousClock.now < deadline {}
-            installed = P.exists(file)
+            installed = PlaceholderFiles.exists(file)
         }
         try await d.eventually("the kill point \(point)", timeout: .seconds(30), interval: .milliseconds(1)) {
             if point == .justInstalled { return nil }
-            seen = P.temporaryFiles(d.local)
-            partial = seen.first.flatMap { P.status(d.local + "/" + $0) }.map { Int($0.st_size) } ?? -1
+            seen = PlaceholderFiles.temporaryFiles(d.local)
+            partial = seen.first.flatMap { PlaceholderFiles.status(d.local + "/" + $0) }.map { Int($0.st_size) } ?? -1
             if !request.isRunning { return nil }  // done before the target: the kill tests less
             return partial >= target ? nil : "the temporary file holds \(partial) bytes"
         }
@@ -189,7 +189,7 @@ extension PlaceholderIntegrationTests {
                 return false
             }
         } else {
-            print("[killDuringDownload] kill -9 with big.bin installed: \(installed); placeholder still there: \(P.exists(d.local + "/big.bin.nimbus"))")
+            print("[killDuringDownload] kill -9 with big.bin installed: \(installed); placeholder still there: \(PlaceholderFiles.exists(d.local + "/big.bin.nimbus"))")
             #expect(installed, "big.bin never appeared before nimbusctl download ended: \(request.output)")
         }
         try await request.waitForExit()
@@ -199,35 +199,35 @@ extension PlaceholderIntegrationTests {
 
         func placeholderOrWhole(_ when: String) -> String? {
             let file = d.local + "/big.bin"
-            if P.exists(file) { return P.same(file, original) ? nil : "\(when): big.bin is a partial or wrong file" }
-            return P.exists(file + ".nimbus") ? nil : "\(when): neither big.bin nor its placeholder is there"
+            if PlaceholderFiles.exists(file) { return PlaceholderFiles.same(file, original) ? nil : "\(when): big.bin is a partial or wrong file" }
+            return PlaceholderFiles.exists(file + ".nimbus") ? nil : "\(when): neither big.bin nor its placeholder is there"
         }
         func cloudUntouched(_ when: String) -> String? {
-            if !P.same(d.cloud + "/big.bin", original) { return "\(when): the cloud copy changed" }
-            if P.mtime(d.cloud + "/big.bin") != cloudMtime { return "\(when): the cloud copy's mtime changed" }
+            if !PlaceholderFiles.same(d.cloud + "/big.bin", original) { return "\(when): the cloud copy changed" }
+            if PlaceholderFiles.mtime(d.cloud + "/big.bin") != cloudMtime { return "\(when): the cloud copy's mtime changed" }
             let versions = (try? FileManager.default.contentsOfDirectory(atPath: d.cloud + "/.nimbus/versions")) ?? []
             return versions.isEmpty ? nil : "\(when): versions were made: \(versions)"
         }
         #expect(placeholderOrWhole("after the kill") == nil, "\(placeholderOrWhole("after the kill") ?? "")")
         #expect(cloudUntouched("after the kill") == nil, "\(cloudUntouched("after the kill") ?? "")")
-        #expect(P.temporaryFiles(d.cloud).isEmpty, "temporary files in the cloud: \(P.temporaryFiles(d.cloud))")
+        #expect(PlaceholderFiles.temporaryFiles(d.cloud).isEmpty, "temporary files in the cloud: \(PlaceholderFiles.temporaryFiles(d.cloud))")
 
         try await d.start()
         try await d.settle("restart")
-        #expect(P.temporaryFiles(d.local).isEmpty, "temporary files left after the restart: \(P.temporaryFiles(d.local))")
+        #expect(PlaceholderFiles.temporaryFiles(d.local).isEmpty, "temporary files left after the restart: \(PlaceholderFiles.temporaryFiles(d.local))")
         #expect(placeholderOrWhole("after the restart") == nil, "\(placeholderOrWhole("after the restart") ?? "")")
         #expect(cloudUntouched("after the restart") == nil, "\(cloudUntouched("after the restart") ?? "")")
         let uploads = d.logLines(containing: "copy(big.bin, to: cloud")
         #expect(uploads.isEmpty, "the restart uploaded the local big.bin to the cloud: \(uploads.first?.prefix(200) ?? "")")
         let entries = try await d.entries()
         let state = entries["big.bin"]?["state"] as? String
-        #expect(state == (P.exists(d.local + "/big.bin") ? "downloaded" : "notDownloaded"), "big.bin: \(entries["big.bin"] ?? [:])")
+        #expect(state == (PlaceholderFiles.exists(d.local + "/big.bin") ? "downloaded" : "notDownloaded"), "big.bin: \(entries["big.bin"] ?? [:])")
 
         // Download (or find it downloaded), then evict: the daemon's view of the file is right.
         let download = try await d.ctl(["--json", "download", "big.bin"])
         #expect(download.status == 0, "download after the restart: \(download)")
-        #expect(P.same(d.local + "/big.bin", original), "after the download big.bin is not the whole file")
-        #expect(!P.exists(d.local + "/big.bin.nimbus"), "the placeholder is still there beside big.bin")
+        #expect(PlaceholderFiles.same(d.local + "/big.bin", original), "after the download big.bin is not the whole file")
+        #expect(!PlaceholderFiles.exists(d.local + "/big.bin.nimbus"), "the placeholder is still there beside big.bin")
         let evict = try await d.ctl(["--json", "evict", "big.bin"])
         #expect(evict.status == 0 && Self.isPlaceholder(d.local, "big.bin") == nil,
                 "evict after the restart: \(evict)\n\(Self.isPlaceholder(d.local, "big.bin") ?? "")")
@@ -242,8 +242,8 @@ extension PlaceholderIntegrationTests {
         defer { s.finish() }
         let d = s.daemon
         d.config = ["placeholders": ["hydrate-on-open": "false"]]
-        try P.writeBig(d.cloud + "/big.bin", megabytes: 8, seed: 8)
-        let cloudMtime = P.mtime(d.cloud + "/big.bin")
+        try PlaceholderFiles.writeBig(d.cloud + "/big.bin", megabytes: 8, seed: 8)
+        let cloudMtime = PlaceholderFiles.mtime(d.cloud + "/big.bin")
         try await d.start()
         try await d.eventually("the placeholder") { Self.isPlaceholder(d.local, "big.bin") }
         try await d.stop()
@@ -255,15 +255,15 @@ extension PlaceholderIntegrationTests {
         let mark = d.logMark
         try await d.start()
         try await d.eventually("the placeholder beside the real file to go") {
-            P.exists(d.local + "/big.bin.nimbus") ? "big.bin.nimbus is still there" : nil
+            PlaceholderFiles.exists(d.local + "/big.bin.nimbus") ? "big.bin.nimbus is still there" : nil
         }
         try await d.settle()
-        #expect(P.same(d.local + "/big.bin", d.cloud + "/big.bin"), "the local big.bin changed")
+        #expect(PlaceholderFiles.same(d.local + "/big.bin", d.cloud + "/big.bin"), "the local big.bin changed")
         let uploads = d.logLines(containing: "copy(big.bin, to: cloud", since: mark)
         #expect(uploads.isEmpty, "big.bin, the same as the cloud's, was uploaded: \(uploads.first?.prefix(160) ?? "")")
         let versions = (try? FileManager.default.contentsOfDirectory(atPath: d.cloud + "/.nimbus/versions")) ?? []
         #expect(versions.isEmpty, "the cloud copy was replaced (versions kept: \(versions))")
-        #expect(P.mtime(d.cloud + "/big.bin") == cloudMtime, "the cloud copy's mtime changed")
+        #expect(PlaceholderFiles.mtime(d.cloud + "/big.bin") == cloudMtime, "the cloud copy's mtime changed")
         let entry = try await d.ctlJSON(["info", "big.bin"])
         #expect(entry["state"] as? String == "downloaded", "\(entry)")
         // The daemon knows it is a downloaded file now: download is a no-op, evict works.
@@ -281,14 +281,14 @@ extension PlaceholderIntegrationTests {
         defer { s.finish() }
         let d = s.daemon
         d.config = ["placeholders": ["hydrate-on-open": "false"]]
-        try P.writeBig(d.cloud + "/big.bin", megabytes: 150, seed: 77)
+        try PlaceholderFiles.writeBig(d.cloud + "/big.bin", megabytes: 150, seed: 77)
         try await d.start()
         try await d.eventually("the placeholder") { Self.isPlaceholder(d.local, "big.bin") }
-        let request = try PlaceholderProcess(SyncHarness.nimbusctl, ["--socket", d.socketPath, "--json", "download", "big.bin"],
+        let request = try BackgroundProcess(SyncHarness.nimbusctl, ["--socket", d.socketPath, "--json", "download", "big.bin"],
                                              environment: d.environment, scratch: s.root)
         defer { request.stop() }
         try await d.eventually("the copy to start", timeout: .seconds(20), interval: .milliseconds(1)) {
-            !P.temporaryFiles(d.local).isEmpty || !request.isRunning ? nil : "no temporary file yet"
+            !PlaceholderFiles.temporaryFiles(d.local).isEmpty || !request.isRunning ? nil : "no temporary file yet"
         }
         let changedMidCopy = request.isRunning
         // Rewritten in place, 16 bytes near the start (already copied by now).
@@ -300,8 +300,8 @@ extension PlaceholderIntegrationTests {
         try await request.waitForExit(timeout: .seconds(60))
         #expect(changedMidCopy, "the download finished before the cloud change; nothing was tested")
         #expect(request.status == 0, "\(request.output)")
-        #expect(P.same(d.local + "/big.bin", d.cloud + "/big.bin"), "the local file is not the new cloud version")
-        #expect(!P.exists(d.local + "/big.bin.nimbus") && P.temporaryFiles(d.local).isEmpty)
+        #expect(PlaceholderFiles.same(d.local + "/big.bin", d.cloud + "/big.bin"), "the local file is not the new cloud version")
+        #expect(!PlaceholderFiles.exists(d.local + "/big.bin.nimbus") && PlaceholderFiles.temporaryFiles(d.local).isEmpty)
         if changedMidCopy {
             #expect(d.downloadsStarted("big.bin") == 2, "the download was not restarted: \(d.logLines(containing: "big.bin"))")
         }
@@ -321,10 +321,10 @@ extension PlaceholderIntegrationTests {
             files["r\(i).txt"] = "renamed in place \(i)\n"
             files["dir1/m\(i).txt"] = "moved to a new folder \(i)\n"
         }
-        for (path, content) in files { try P.write(d.cloud + "/" + path, Array(content.utf8)) }
+        for (path, content) in files { try PlaceholderFiles.write(d.cloud + "/" + path, Array(content.utf8)) }
         // And 1 000 more, so that the daemon is still busy with the placeholders it just made
         // when the user starts renaming (as after the first start on a big cloud folder).
-        for i in 0..<1000 { try P.write(d.cloud + "/other/f\(i).txt", Array("\(i)\n".utf8)) }
+        for i in 0..<1000 { try PlaceholderFiles.write(d.cloud + "/other/f\(i).txt", Array("\(i)\n".utf8)) }
         try await d.start()
         try await d.eventually("placeholders") { files.keys.compactMap { Self.isPlaceholder(d.local, $0) }.first }
         let L = { (path: String) in Array((d.local + "/" + path).utf8) }
@@ -367,13 +367,13 @@ extension PlaceholderIntegrationTests {
         try await d.settle()
         for path in expected.keys.filter({ !$0.hasPrefix("dir1/") }) + ["folder/d.txt"] {
             #expect(Self.isPlaceholder(d.local, path) == nil, "\(Self.isPlaceholder(d.local, path) ?? "")")
-            #expect(P.xattr(d.local + "/" + path + ".nimbus", "user.nimbus.state") == "notDownloaded", "\(path).nimbus")
+            #expect(PlaceholderFiles.xattr(d.local + "/" + path + ".nimbus", "user.nimbus.state") == "notDownloaded", "\(path).nimbus")
         }
-        #expect(!P.exists(d.local + "/gone.txt") && !P.exists(d.local + "/gone.txt.nimbus"), "gone.txt came back")
+        #expect(!PlaceholderFiles.exists(d.local + "/gone.txt") && !PlaceholderFiles.exists(d.local + "/gone.txt.nimbus"), "gone.txt came back")
         #expect(d.allDownloadsStarted().isEmpty, "downloads: \(d.allDownloadsStarted())")
         // The deleted file is kept in the versions store.
         let versions = d.cloud + "/.nimbus/versions/gone.txt"
-        let kept = ((try? FileManager.default.contentsOfDirectory(atPath: versions)) ?? []).compactMap { P.text(versions + "/" + $0) }
+        let kept = ((try? FileManager.default.contentsOfDirectory(atPath: versions)) ?? []).compactMap { PlaceholderFiles.text(versions + "/" + $0) }
         #expect(kept.contains("to be deleted\n"), "the deleted gone.txt is not in \(versions): \(kept)")
         let entries = try await d.entries()
         #expect(entries["r0-renamed.txt"]?["state"] as? String == "notDownloaded" && entries["r0.txt"] == nil && entries["gone.txt"] == nil,
@@ -389,41 +389,41 @@ extension PlaceholderIntegrationTests {
         let s = try PlaceholderSandbox("cloudChange")
         defer { s.finish() }
         let d = s.daemon
-        try P.write(d.cloud + "/x.txt", Array("short\n".utf8))
-        try P.write(d.cloud + "/gone.txt", Array("to be deleted\n".utf8))
+        try PlaceholderFiles.write(d.cloud + "/x.txt", Array("short\n".utf8))
+        try PlaceholderFiles.write(d.cloud + "/gone.txt", Array("to be deleted\n".utf8))
         try await d.start()
         try await d.eventually("placeholders") { Self.isPlaceholder(d.local, "x.txt") ?? Self.isPlaceholder(d.local, "gone.txt") }
         let placeholder = d.local + "/x.txt.nimbus"
 
         var random = SeededRandom(seed: 3)
         let longer = random.bytes(5000)
-        try P.write(d.cloud + "/x.txt", longer)
-        try P.setMtime(d.cloud + "/x.txt", 1_760_000_000_500_000_000)
+        try PlaceholderFiles.write(d.cloud + "/x.txt", longer)
+        try PlaceholderFiles.setMtime(d.cloud + "/x.txt", 1_760_000_000_500_000_000)
         // Watched with lstat and getxattr only: reading the placeholder would download it
         // (hydrate-on-open is on, as by default, so that the daemon's own reads would show).
         try await d.eventually("the placeholder of x.txt has the new size and mtime") {
-            P.xattr(placeholder, "user.nimbus.size") == "5000" && P.mtime(placeholder) == 1_760_000_000_500_000_000
-                ? nil : "user.nimbus.size \(P.xattr(placeholder, "user.nimbus.size") ?? "none"), mtime \(P.mtime(placeholder) ?? -1)"
+            PlaceholderFiles.xattr(placeholder, "user.nimbus.size") == "5000" && PlaceholderFiles.mtime(placeholder) == 1_760_000_000_500_000_000
+                ? nil : "user.nimbus.size \(PlaceholderFiles.xattr(placeholder, "user.nimbus.size") ?? "none"), mtime \(PlaceholderFiles.mtime(placeholder) ?? -1)"
         }
-        #expect(P.xattr(placeholder, "user.nimbus.state") == "notDownloaded")
+        #expect(PlaceholderFiles.xattr(placeholder, "user.nimbus.state") == "notDownloaded")
         // A new cloud file while running, and a deletion in the cloud.
-        try P.write(d.cloud + "/new/y.txt", Array("new\n".utf8))
+        try PlaceholderFiles.write(d.cloud + "/new/y.txt", Array("new\n".utf8))
         try SyncFiles.remove(Array((d.cloud + "/gone.txt").utf8))
         try await d.eventually("a placeholder for the new file, none for the deleted one") {
             SyncExpect.all(Self.isPlaceholder(d.local, "new/y.txt"),
-                           P.exists(d.local + "/gone.txt.nimbus") ? "gone.txt.nimbus is still there" : nil)
+                           PlaceholderFiles.exists(d.local + "/gone.txt.nimbus") ? "gone.txt.nimbus is still there" : nil)
         }
         try await d.settle()
-        #expect(!P.exists(d.local + "/x.txt"), "x.txt was downloaded")
+        #expect(!PlaceholderFiles.exists(d.local + "/x.txt"), "x.txt was downloaded")
         #expect(d.allDownloadsStarted().isEmpty, "downloads: \(d.allDownloadsStarted())")
-        #expect(try P.read(d.cloud + "/x.txt") == longer, "the cloud copy changed")
+        #expect(try PlaceholderFiles.read(d.cloud + "/x.txt") == longer, "the cloud copy changed")
         let entries = try await d.entries()
         #expect(entries["x.txt"]?["state"] as? String == "notDownloaded" && entries["x.txt"]?["size"] as? Int == 5000,
                 "\(entries["x.txt"] ?? [:])")
         // Now read it (which downloads it): the text was rewritten too.
-        let text = P.text(placeholder) ?? ""
-        let values = P.parse(text).values
-        #expect(values["size"] == "5000" && values["mtime"].flatMap(P.parseRFC3339) == 1_760_000_000_500_000_000,
+        let text = PlaceholderFiles.text(placeholder) ?? ""
+        let values = PlaceholderFiles.parse(text).values
+        #expect(values["size"] == "5000" && values["mtime"].flatMap(PlaceholderFiles.parseRFC3339) == 1_760_000_000_500_000_000,
                 "the placeholder text was not rewritten:\n\(text)")
         try await d.eventually("x.txt downloaded after its rewritten placeholder was opened") { Self.isDownloaded(d, "x.txt") }
         try await d.stop()

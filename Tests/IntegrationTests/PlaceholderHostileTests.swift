@@ -8,8 +8,6 @@ import NimbusTestSupport
 /// protocol abuse. Each test starts the real `nimbusd --mode on-demand` (PlaceholderHarness).
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct PlaceholderHostileTests {
-    typealias P = PlaceholderFiles
-    typealias T = PlaceholderIntegrationTests
 
     // MARK: Helpers of this file
 
@@ -23,7 +21,7 @@ struct PlaceholderHostileTests {
                 let child = relative.isEmpty ? name : relative + "/" + name
                 if child == ".nimbus" || child == ".nimbus-root" { continue }
                 found.append(child)
-                if let s = P.status(root + "/" + child), s.st_mode & S_IFMT == S_IFDIR { walk(child) }
+                if let s = PlaceholderFiles.status(root + "/" + child), s.st_mode & S_IFMT == S_IFDIR { walk(child) }
             }
         }
         walk("")
@@ -115,11 +113,11 @@ struct PlaceholderHostileTests {
         defer { s.finish() }
         let d = s.daemon
         d.config = ["placeholders": ["hydrate-on-open": "false"]]
-        try P.write(d.cloud + "/notes.nimbus", Array("my own notes, not a placeholder\n".utf8))
+        try PlaceholderFiles.write(d.cloud + "/notes.nimbus", Array("my own notes, not a placeholder\n".utf8))
         try await d.start()
-        try await d.eventually("notes.nimbus.nimbus") { T.isPlaceholder(d.local, "notes.nimbus") }
+        try await d.eventually("notes.nimbus.nimbus") { PlaceholderIntegrationTests.isPlaceholder(d.local, "notes.nimbus") }
         try await d.settle()
-        #expect(!P.exists(d.local + "/notes.nimbus"), "the cloud file notes.nimbus appeared under its own name before a download")
+        #expect(!PlaceholderFiles.exists(d.local + "/notes.nimbus"), "the cloud file notes.nimbus appeared under its own name before a download")
         let entry = try await d.ctlJSON(["info", "notes.nimbus"])
         #expect(entry["state"] as? String == "notDownloaded", "\(entry)")
         // What the user types: the name of the cloud file. nimbusctl must not take it for the
@@ -133,14 +131,14 @@ struct PlaceholderHostileTests {
         }
         try await d.settle("after-download")
         #expect(try SyncExpect.file(d.local, "notes.nimbus", "my own notes, not a placeholder\n") == nil)
-        #expect(!P.exists(d.local + "/notes.nimbus.nimbus"), "the placeholder stayed beside the downloaded notes.nimbus")
+        #expect(!PlaceholderFiles.exists(d.local + "/notes.nimbus.nimbus"), "the placeholder stayed beside the downloaded notes.nimbus")
         #expect(try SyncExpect.file(d.cloud, "notes.nimbus", "my own notes, not a placeholder\n") == nil, "the cloud copy changed")
         #expect(Self.userTree(d.cloud) == ["notes.nimbus"], "cloud: \(Self.userTree(d.cloud))")
         #expect(Self.versions(d).isEmpty, "versions were made: \(Self.versions(d))")
         // The downloaded file is a file of the user's, not a placeholder: a local edit is uploaded.
-        try P.write(d.local + "/notes.nimbus", Array("edited\n".utf8))
+        try PlaceholderFiles.write(d.local + "/notes.nimbus", Array("edited\n".utf8))
         try await d.eventually("the edit of notes.nimbus uploaded") { try SyncExpect.file(d.cloud, "notes.nimbus", "edited\n") }
-        #expect(P.exists(d.cloud + "/notes") == false, "a file 'notes' appeared in the cloud")
+        #expect(PlaceholderFiles.exists(d.cloud + "/notes") == false, "a file 'notes' appeared in the cloud")
         try await d.stop()
     }
 
@@ -150,12 +148,12 @@ struct PlaceholderHostileTests {
         defer { s.finish() }
         let d = s.daemon
         d.config = ["placeholders": ["hydrate-on-open": "false"]]
-        try P.write(d.cloud + "/data", Array("the data file\n".utf8))
-        try P.write(d.cloud + "/data.nimbus", Array("a file of the user's called data.nimbus\n".utf8))
+        try PlaceholderFiles.write(d.cloud + "/data", Array("the data file\n".utf8))
+        try PlaceholderFiles.write(d.cloud + "/data.nimbus", Array("a file of the user's called data.nimbus\n".utf8))
         try await d.start()
         try await d.settle()
         try await d.settle("twice")
-        #expect(P.exists(d.local + "/data.nimbus") && P.exists(d.local + "/data.nimbus.nimbus") && !P.exists(d.local + "/data"),
+        #expect(PlaceholderFiles.exists(d.local + "/data.nimbus") && PlaceholderFiles.exists(d.local + "/data.nimbus.nimbus") && !PlaceholderFiles.exists(d.local + "/data"),
                 "expected the placeholders data.nimbus and data.nimbus.nimbus; local: \(Self.userTree(d.local))")
         #expect(try SyncExpect.file(d.cloud, "data", "the data file\n") == nil, "the cloud copy of data changed or went")
         #expect(try SyncExpect.file(d.cloud, "data.nimbus", "a file of the user's called data.nimbus\n") == nil,
@@ -174,10 +172,10 @@ struct PlaceholderHostileTests {
         let d = s.daemon
         d.config = ["placeholders": ["hydrate-on-open": "false"]]
         let name = "two\nlines.txt"
-        try P.write(d.cloud + "/" + name, Array("content of two lines\n".utf8))
+        try PlaceholderFiles.write(d.cloud + "/" + name, Array("content of two lines\n".utf8))
         try await d.start()
-        try await d.eventually("the placeholder of the newline name") { T.isPlaceholder(d.local, name) }
-        let text = P.text(d.local + "/" + name + ".nimbus") ?? ""
+        try await d.eventually("the placeholder of the newline name") { PlaceholderIntegrationTests.isPlaceholder(d.local, name) }
+        let text = PlaceholderFiles.text(d.local + "/" + name + ".nimbus") ?? ""
         #expect(text.split(separator: "\n", omittingEmptySubsequences: false).count == 7,
                 "the placeholder is not 6 lines (the name's newline leaked into it):\n\(text)")
         let downloaded = try await d.ctlJSON(["download", name])
@@ -195,13 +193,13 @@ struct PlaceholderHostileTests {
         let d = s.daemon
         d.config = ["placeholders": ["hydrate-on-open": "false"]]
         let name = String(repeating: "n", count: 246) + ".txt"
-        try P.write(d.cloud + "/" + name, Array("long name\n".utf8))
-        try P.write(d.cloud + "/short.txt", Array("short\n".utf8))
+        try PlaceholderFiles.write(d.cloud + "/" + name, Array("long name\n".utf8))
+        try PlaceholderFiles.write(d.cloud + "/short.txt", Array("short\n".utf8))
         try await d.start()
         try await d.eventually("the long name downloaded (no placeholder name fits)") {
             try SyncExpect.file(d.local, name, "long name\n")
         }
-        try await d.eventually("short.txt a placeholder") { T.isPlaceholder(d.local, "short.txt") }
+        try await d.eventually("short.txt a placeholder") { PlaceholderIntegrationTests.isPlaceholder(d.local, "short.txt") }
         let entry = try await d.ctlJSON(["info", name])
         #expect(entry["state"] as? String == "downloaded", "\(entry)")
         let evict = try await d.ctl(["--json", "evict", name])
@@ -246,12 +244,12 @@ struct PlaceholderHostileTests {
         defer { s.finish() }
         let d = s.daemon
         d.config = ["placeholders": ["hydrate-on-open": "false"]]
-        for name in ["dir", "fifo", "link"] { try P.write(d.cloud + "/" + name, Array("cloud \(name)\n".utf8)) }
+        for name in ["dir", "fifo", "link"] { try PlaceholderFiles.write(d.cloud + "/" + name, Array("cloud \(name)\n".utf8)) }
         try FileManager.default.createDirectory(atPath: d.local + "/dir.nimbus", withIntermediateDirectories: true)
-        try P.write(d.local + "/dir.nimbus/inside.txt", Array("inside\n".utf8))
+        try PlaceholderFiles.write(d.local + "/dir.nimbus/inside.txt", Array("inside\n".utf8))
         #expect(mkfifo(d.local + "/fifo.nimbus", 0o644) == 0)
         let secret = s.root + "/outside-secret.txt"
-        try P.write(secret, Array("# Nimbus placeholder: outside the roots\n".utf8))
+        try PlaceholderFiles.write(secret, Array("# Nimbus placeholder: outside the roots\n".utf8))
         try SyncFiles.makeSymlink(SyncFiles.join(d.local, "link.nimbus"), to: secret)
         try await d.start()
         try await d.eventually("dir.nimbus/inside.txt uploaded") { try SyncExpect.file(d.cloud, "dir.nimbus/inside.txt", "inside\n") }
@@ -263,7 +261,7 @@ struct PlaceholderHostileTests {
             #expect(try SyncExpect.file(d.cloud, name, "cloud \(name)\n") == nil, "the cloud file \(name) changed or went")
         }
         #expect(Self.versions(d).isEmpty, "cloud files were replaced or deleted: \(Self.versions(d))")
-        #expect(try P.read(secret) == Array("# Nimbus placeholder: outside the roots\n".utf8), "the file outside the roots changed")
+        #expect(try PlaceholderFiles.read(secret) == Array("# Nimbus placeholder: outside the roots\n".utf8), "the file outside the roots changed")
         // dir and link have no room for a placeholder: the file itself comes (or an error says why).
         let entries = try await d.entries()
         for name in ["dir", "link", "fifo"] {
@@ -272,7 +270,7 @@ struct PlaceholderHostileTests {
             #expect(real || state == "error",
                     "\(name): the placeholder name is taken, yet it is neither downloaded nor in error (state \(state ?? "none")); local: \(Self.userTree(d.local))")
         }
-        #expect(!P.exists(d.cloud + "/fifo.nimbus"), "the fifo was uploaded")
+        #expect(!PlaceholderFiles.exists(d.cloud + "/fifo.nimbus"), "the fifo was uploaded")
         try await d.stop()
     }
 
@@ -282,10 +280,10 @@ struct PlaceholderHostileTests {
         defer { s.finish() }
         let d = s.daemon
         d.config = ["placeholders": ["hydrate-on-open": "false"]]
-        try P.write(d.cloud + "/x.txt", Array("cloud x\n".utf8))
+        try PlaceholderFiles.write(d.cloud + "/x.txt", Array("cloud x\n".utf8))
         try await d.start()
-        try await d.eventually("x.txt placeholder") { T.isPlaceholder(d.local, "x.txt") }
-        try P.write(d.local + "/mine.txt", Array("mine\n".utf8))
+        try await d.eventually("x.txt placeholder") { PlaceholderIntegrationTests.isPlaceholder(d.local, "x.txt") }
+        try PlaceholderFiles.write(d.local + "/mine.txt", Array("mine\n".utf8))
         try await d.eventually("mine.txt uploaded") { try SyncExpect.file(d.cloud, "mine.txt", "mine\n") }
         // ln -f mine.txt x.txt.nimbus
         let tmp = d.local + "/.hl-tmp"
@@ -314,22 +312,22 @@ struct PlaceholderHostileTests {
         let d = s.daemon
         d.config = ["placeholders": ["hydrate-on-open": "false"]]
         let names = (0..<20).map { "folder/f\($0).txt" }
-        for name in names { try P.write(d.cloud + "/" + name, Array("content \(name)\n".utf8)) }
+        for name in names { try PlaceholderFiles.write(d.cloud + "/" + name, Array("content \(name)\n".utf8)) }
         try await d.start()
-        try await d.eventually("placeholders") { names.compactMap { T.isPlaceholder(d.local, $0) }.first }
+        try await d.eventually("placeholders") { names.compactMap { PlaceholderIntegrationTests.isPlaceholder(d.local, $0) }.first }
         try await d.ctlJSON(["download", "folder"])
-        let reader = try PlaceholderProcess(SyncHarness.tool("sleep"), ["60"], standardInput: d.local + "/folder/f7.txt", scratch: s.root)
+        let reader = try BackgroundProcess(SyncHarness.tool("sleep"), ["60"], standardInput: d.local + "/folder/f7.txt", scratch: s.root)
         defer { reader.stop() }
         let refused = try await d.ctlError(["evict", "folder"])
         #expect(refused.error["name"] as? String == "in_use", "\(refused.result)")
         #expect("\(refused.error)".contains("f7.txt"), "the refusal does not name the open file: \(refused.result)")
         #expect(try SyncExpect.file(d.local, "folder/f7.txt", "content folder/f7.txt\n") == nil, "the open file was evicted")
-        #expect(!P.exists(d.local + "/folder/f7.txt.nimbus"), "a placeholder beside the open file")
+        #expect(!PlaceholderFiles.exists(d.local + "/folder/f7.txt.nimbus"), "a placeholder beside the open file")
         for name in names where name != "folder/f7.txt" {
-            #expect(T.isPlaceholder(d.local, name) == nil, "\(T.isPlaceholder(d.local, name) ?? "")")
+            #expect(PlaceholderIntegrationTests.isPlaceholder(d.local, name) == nil, "\(PlaceholderIntegrationTests.isPlaceholder(d.local, name) ?? "")")
         }
         for name in names { #expect(try SyncExpect.file(d.cloud, name, "content \(name)\n") == nil) }
-        #expect(P.temporaryFiles(d.local).isEmpty, "\(P.temporaryFiles(d.local))")
+        #expect(PlaceholderFiles.temporaryFiles(d.local).isEmpty, "\(PlaceholderFiles.temporaryFiles(d.local))")
         try await d.stop()
     }
 
@@ -339,10 +337,10 @@ struct PlaceholderHostileTests {
         defer { s.finish() }
         let d = s.daemon
         d.config = ["placeholders": ["hydrate-on-open": "false"]]
-        try P.write(d.cloud + "/a.txt", Array("a\n".utf8))
-        try P.write(d.cloud + "/b.txt", Array("b\n".utf8))
+        try PlaceholderFiles.write(d.cloud + "/a.txt", Array("a\n".utf8))
+        try PlaceholderFiles.write(d.cloud + "/b.txt", Array("b\n".utf8))
         try await d.start()
-        try await d.eventually("placeholders") { ["a.txt", "b.txt"].compactMap { T.isPlaceholder(d.local, $0) }.first }
+        try await d.eventually("placeholders") { ["a.txt", "b.txt"].compactMap { PlaceholderIntegrationTests.isPlaceholder(d.local, $0) }.first }
         try await d.ctlJSON(["download", "b.txt"])
         try await d.ctlJSON(["pause"])
         let download = try await d.ctl(["--json", "download", "a.txt"])
@@ -371,11 +369,11 @@ struct PlaceholderHostileTests {
         let d = s.daemon
         d.config = ["placeholders": ["hydrate-on-open": "false"]]
         let secret = s.root + "/secret.txt"
-        try P.write(secret, Array("outside the roots\n".utf8))
-        try P.write(d.cloud + "/link.txt", Array("soon a link\n".utf8))
-        try P.write(d.cloud + "/gone.txt", Array("soon gone\n".utf8))
+        try PlaceholderFiles.write(secret, Array("outside the roots\n".utf8))
+        try PlaceholderFiles.write(d.cloud + "/link.txt", Array("soon a link\n".utf8))
+        try PlaceholderFiles.write(d.cloud + "/gone.txt", Array("soon gone\n".utf8))
         try await d.start()
-        try await d.eventually("placeholders") { ["link.txt", "gone.txt"].compactMap { T.isPlaceholder(d.local, $0) }.first }
+        try await d.eventually("placeholders") { ["link.txt", "gone.txt"].compactMap { PlaceholderIntegrationTests.isPlaceholder(d.local, $0) }.first }
         try await d.ctlJSON(["pause"])  // The daemon does not look at the cloud change before the download.
         try SyncFiles.remove(SyncFiles.join(d.cloud, "link.txt"))
         try SyncFiles.makeSymlink(SyncFiles.join(d.cloud, "link.txt"), to: secret)
@@ -384,7 +382,7 @@ struct PlaceholderHostileTests {
         for name in ["link.txt", "gone.txt"] {
             let result = try await d.ctl(["--json", "download", name])
             if result.status == 0 {
-                let isRegular = P.status(d.local + "/" + name).map { $0.st_mode & S_IFMT == S_IFREG } ?? false
+                let isRegular = PlaceholderFiles.status(d.local + "/" + name).map { $0.st_mode & S_IFMT == S_IFREG } ?? false
                 #expect(!isRegular, "\(name) was downloaded as a regular file: the cloud symlink was followed? \(result)")
             } else {
                 let error = (try? result.json())?["error"] as? [String: Any]
@@ -393,11 +391,11 @@ struct PlaceholderHostileTests {
         }
         try await d.eventually("link.txt a symlink locally, gone.txt gone") {
             let link = try SyncExpect.symlink(d.local, "link.txt", to: secret)
-            let gone = P.exists(d.local + "/gone.txt") || P.exists(d.local + "/gone.txt.nimbus") ? "gone.txt is still here" : nil
-            let stale = P.exists(d.local + "/link.txt.nimbus") ? "link.txt.nimbus is still here" : nil
+            let gone = PlaceholderFiles.exists(d.local + "/gone.txt") || PlaceholderFiles.exists(d.local + "/gone.txt.nimbus") ? "gone.txt is still here" : nil
+            let stale = PlaceholderFiles.exists(d.local + "/link.txt.nimbus") ? "link.txt.nimbus is still here" : nil
             return link ?? gone ?? stale
         }
-        #expect(try P.read(secret) == Array("outside the roots\n".utf8))
+        #expect(try PlaceholderFiles.read(secret) == Array("outside the roots\n".utf8))
         try await d.stop()
     }
 
@@ -407,9 +405,9 @@ struct PlaceholderHostileTests {
         defer { s.finish() }
         let d = s.daemon
         d.config = ["placeholders": ["hydrate-on-open": "false"]]
-        try P.writeBig(d.cloud + "/race.bin", megabytes: 2, seed: 11)
+        try PlaceholderFiles.writeBig(d.cloud + "/race.bin", megabytes: 2, seed: 11)
         try await d.start()
-        try await d.eventually("placeholder") { T.isPlaceholder(d.local, "race.bin") }
+        try await d.eventually("placeholder") { PlaceholderIntegrationTests.isPlaceholder(d.local, "race.bin") }
         let socket = d.socketPath, environment = d.environment, scratch = s.root
         try await withThrowingTaskGroup(of: CtlResult.self) { group in
             for i in 0..<20 {
@@ -425,10 +423,10 @@ struct PlaceholderHostileTests {
                 #expect(result.status == 0 || ["busy", "not_in_sync", "in_use"].contains(error ?? ""), "\(result)")
             }
         }
-        let file = P.exists(d.local + "/race.bin"), placeholder = P.exists(d.local + "/race.bin.nimbus")
+        let file = PlaceholderFiles.exists(d.local + "/race.bin"), placeholder = PlaceholderFiles.exists(d.local + "/race.bin.nimbus")
         #expect(file != placeholder, "file: \(file), placeholder: \(placeholder)")
-        if file { #expect(P.same(d.local + "/race.bin", d.cloud + "/race.bin"), "the local file is not the cloud copy") }
-        #expect(P.temporaryFiles(d.local).isEmpty, "\(P.temporaryFiles(d.local))")
+        if file { #expect(PlaceholderFiles.same(d.local + "/race.bin", d.cloud + "/race.bin"), "the local file is not the cloud copy") }
+        #expect(PlaceholderFiles.temporaryFiles(d.local).isEmpty, "\(PlaceholderFiles.temporaryFiles(d.local))")
         try await d.settle()
         #expect(Self.versions(d).isEmpty, "the cloud copy was replaced: \(Self.versions(d))")
         let entry = try await d.ctlJSON(["info", "race.bin"])
@@ -444,20 +442,20 @@ struct PlaceholderHostileTests {
         defer { s.finish() }
         let d = s.daemon
         d.config = ["placeholders": ["hydrate-on-open": "false"]]
-        try P.write(d.cloud + "/keep.txt", Array("precious\n".utf8))
+        try PlaceholderFiles.write(d.cloud + "/keep.txt", Array("precious\n".utf8))
         try await d.start()
-        try await d.eventually("placeholder") { T.isPlaceholder(d.local, "keep.txt") }
+        try await d.eventually("placeholder") { PlaceholderIntegrationTests.isPlaceholder(d.local, "keep.txt") }
         try await d.ctlJSON(["download", "keep.txt"])
         try await d.ctlJSON(["evict", "keep.txt"])
-        let placeholder = try #require(try P.read(d.local + "/keep.txt.nimbus"))
-        let mtime = try #require(P.mtime(d.local + "/keep.txt.nimbus"))
+        let placeholder = try #require(try PlaceholderFiles.read(d.local + "/keep.txt.nimbus"))
+        let mtime = try #require(PlaceholderFiles.mtime(d.local + "/keep.txt.nimbus"))
         try await d.ctlJSON(["download", "keep.txt"])
         try await d.crash()
         // What evictFile leaves when killed between removeUnchanged's rename and unlink:
         // the placeholder installed, the real file renamed to a temporary name, the journal
         // still saying "downloaded".
-        try P.write(d.local + "/keep.txt.nimbus", placeholder)
-        try P.setMtime(d.local + "/keep.txt.nimbus", mtime)
+        try PlaceholderFiles.write(d.local + "/keep.txt.nimbus", placeholder)
+        try PlaceholderFiles.setMtime(d.local + "/keep.txt.nimbus", mtime)
         try SyncFiles.rename(SyncFiles.join(d.local, "keep.txt"), SyncFiles.join(d.local, ".nimbus-tmp-evict-keep.txt"))
         try await d.start()
         try await d.settle()
@@ -465,7 +463,7 @@ struct PlaceholderHostileTests {
         let entry = try? await d.ctlJSON(["info", "keep.txt"])
         #expect(["notDownloaded", "downloaded"].contains(entry?["state"] as? String ?? ""), "\(entry ?? [:])")
         let resident = try SyncExpect.file(d.local, "keep.txt", "precious\n") == nil
-        #expect(T.isPlaceholder(d.local, "keep.txt") == nil || resident, "local: \(Self.userTree(d.local))")
+        #expect(PlaceholderIntegrationTests.isPlaceholder(d.local, "keep.txt") == nil || resident, "local: \(Self.userTree(d.local))")
         try await d.stop()
     }
 
@@ -481,7 +479,7 @@ struct PlaceholderHostileTests {
         let d = s.daemon
         d.config = ["placeholders": ["hydrate-on-open": "false"]]
         let names = (0..<120).map { "f\($0).txt" }
-        for name in names { try P.write(d.cloud + "/" + name, Array("content of \(name)\n".utf8)) }
+        for name in names { try PlaceholderFiles.write(d.cloud + "/" + name, Array("content of \(name)\n".utf8)) }
         try await d.start()
         try await d.eventually("the disk to fill up with placeholders") {
             d.logLines(containing: "disk is full").isEmpty ? "no ENOSPC in the log yet" : nil
@@ -492,12 +490,12 @@ struct PlaceholderHostileTests {
         let remount = SyncHarness.run(SyncHarness.tool("mount"), ["-o", "remount,nr_inodes=4096", d.local])
         try #require(remount.status == 0, "\(remount.output)")
         try await d.eventually("every placeholder once there is room", timeout: .seconds(8)) {
-            let missing = names.filter { T.isPlaceholder(d.local, $0) != nil }
+            let missing = names.filter { PlaceholderIntegrationTests.isPlaceholder(d.local, $0) != nil }
             return missing.isEmpty ? nil : "\(missing.count) missing, e.g. \(missing.prefix(3))"
         }
         for name in names { #expect(try SyncExpect.file(d.cloud, name, "content of \(name)\n") == nil, "cloud \(name)") }
         #expect(Self.versions(d).isEmpty, "cloud files were replaced or deleted: \(Self.versions(d))")
-        #expect(P.temporaryFiles(d.local).isEmpty, "\(P.temporaryFiles(d.local))")
+        #expect(PlaceholderFiles.temporaryFiles(d.local).isEmpty, "\(PlaceholderFiles.temporaryFiles(d.local))")
         try await d.stop()
     }
 
@@ -511,15 +509,15 @@ struct PlaceholderHostileTests {
         let limit = 3
         d.config = ["placeholders": ["open-rate-limit": "\(limit)"]]
         let names = (0..<400).map { "tree/d\($0 % 8)/file\($0).txt" }
-        for name in names { try P.write(d.cloud + "/" + name, Array("content \(name)\n".utf8)) }
+        for name in names { try PlaceholderFiles.write(d.cloud + "/" + name, Array("content \(name)\n".utf8)) }
         let wanted = ["tree/d1/file1.txt", "tree/d2/file202.txt", "tree/d3/file43.txt", "tree/d4/file300.txt", "tree/d7/file399.txt"]
         try await d.start()
-        try await d.eventually("placeholders") { names.compactMap { T.isPlaceholder(d.local, $0) }.first }
+        try await d.eventually("placeholders") { names.compactMap { PlaceholderIntegrationTests.isPlaceholder(d.local, $0) }.first }
         let mark = d.logMark
         let local = d.local
         let storm = Task.detached { () -> Int in
             var opens = 0
-            for _ in 0..<3 { for name in names where P.touchByOpening(local + "/" + name + ".nimbus") { opens += 1 } }
+            for _ in 0..<3 { for name in names where PlaceholderFiles.touchByOpening(local + "/" + name + ".nimbus") { opens += 1 } }
             return opens
         }
         for name in wanted {
@@ -531,7 +529,7 @@ struct PlaceholderHostileTests {
         for name in wanted { #expect(try SyncExpect.file(d.local, name, "content \(name)\n") == nil, "\(name)") }
         let automatic = d.logLines(containing: "was opened: downloading", since: mark)
         #expect(automatic.count <= limit, "\(automatic.count) downloads on open: \(automatic.prefix(5))")
-        let downloaded = names.count { !P.exists(d.local + "/" + $0 + ".nimbus") }
+        let downloaded = names.count { !PlaceholderFiles.exists(d.local + "/" + $0 + ".nimbus") }
         #expect(downloaded <= wanted.count + limit, "\(downloaded) files downloaded")
         try await d.stop()
     }
@@ -544,26 +542,26 @@ struct PlaceholderHostileTests {
         // Every automatic download is refused for space (10 TiB must stay free); explicit ones are not.
         d.config = ["cache": ["min-free-space": "10T"]]
         let first = (0..<300).map { "first/f\($0).txt" }, second = (0..<300).map { "second/f\($0).txt" }
-        for name in first + second { try P.write(d.cloud + "/" + name, Array("x\n".utf8)) }
-        try P.write(d.cloud + "/wanted.txt", Array("wanted\n".utf8))
+        for name in first + second { try PlaceholderFiles.write(d.cloud + "/" + name, Array("x\n".utf8)) }
+        try PlaceholderFiles.write(d.cloud + "/wanted.txt", Array("wanted\n".utf8))
         try await d.start()
-        try await d.eventually("placeholders") { (first + second + ["wanted.txt"]).compactMap { T.isPlaceholder(d.local, $0) }.first }
+        try await d.eventually("placeholders") { (first + second + ["wanted.txt"]).compactMap { PlaceholderIntegrationTests.isPlaceholder(d.local, $0) }.first }
         // The engine thread is kept busy by two folder downloads; the open of wanted.txt is
         // handled between them, so its automatic download waits behind the second one, and
         // the person's request for the same file joins it.
         let mark = d.logMark
         try #require(try await d.ctl(["--json", "download", "--no-wait", "first"]).status == 0)
-        #expect(P.touchByOpening(d.local + "/wanted.txt.nimbus"))
+        #expect(PlaceholderFiles.touchByOpening(d.local + "/wanted.txt.nimbus"))
         try #require(try await d.ctl(["--json", "download", "--no-wait", "second"]).status == 0)
         try await d.waitForLog("was opened: downloading wanted.txt", since: mark)
-        let met = second.contains { P.exists(d.local + "/" + $0 + ".nimbus") }
+        let met = second.contains { PlaceholderFiles.exists(d.local + "/" + $0 + ".nimbus") }
         let explicit = try await d.ctl(["--json", "download", "wanted.txt"])
         if met {
             #expect(explicit.status == 0, "a person's download of wanted.txt got the automatic refusal of the open it joined: \(explicit)")
         } else {
             print("[hostileJoin] the second folder download ended before the explicit request: the race was not met, nothing checked")
         }
-        try await d.eventually("the folder downloads to end") { second.contains { P.exists(d.local + "/" + $0 + ".nimbus") } ? "not yet" : nil }
+        try await d.eventually("the folder downloads to end") { second.contains { PlaceholderFiles.exists(d.local + "/" + $0 + ".nimbus") } ? "not yet" : nil }
         try await d.stop()
     }
 
@@ -574,9 +572,9 @@ struct PlaceholderHostileTests {
         let d = s.daemon
         d.config = ["placeholders": ["hydrate-on-open": "false"]]
         let names = ["a.txt", "dir/b.txt", "dir/sub/c.txt"]
-        for name in names { try P.write(d.cloud + "/" + name, Array("content \(name)\n".utf8)) }
+        for name in names { try PlaceholderFiles.write(d.cloud + "/" + name, Array("content \(name)\n".utf8)) }
         try await d.start()
-        try await d.eventually("placeholders") { names.compactMap { T.isPlaceholder(d.local, $0) }.first }
+        try await d.eventually("placeholders") { names.compactMap { PlaceholderIntegrationTests.isPlaceholder(d.local, $0) }.first }
         let download = try await d.ctl(["--json", "download", d.local])
         #expect(download.status == 0, "download of the root: \(download)")
         for name in names { #expect(try SyncExpect.file(d.local, name, "content \(name)\n") == nil, "\(name)") }
@@ -585,7 +583,7 @@ struct PlaceholderHostileTests {
         let pin = try await d.ctl(["pin", d.local])
         #expect(pin.status == 1, "pin of the root: \(pin)")
         #expect(pin.stderr.contains("mirror"), "the refusal says what to do instead: \(pin)")
-        #expect(T.isPlaceholder(d.local, "dir/b.txt") == nil, "nothing was downloaded by the refused pin")
+        #expect(PlaceholderIntegrationTests.isPlaceholder(d.local, "dir/b.txt") == nil, "nothing was downloaded by the refused pin")
         try await d.stop()
     }
 
@@ -596,9 +594,9 @@ struct PlaceholderHostileTests {
         let d = s.daemon
         d.config = ["placeholders": ["hydrate-on-open": "false"]]
         let files = ["a.txt": "a\n", "dir/b.txt": "b\n", "user.nimbus": "the user's own .nimbus file\n"]
-        for (name, content) in files { try P.write(d.cloud + "/" + name, Array(content.utf8)) }
+        for (name, content) in files { try PlaceholderFiles.write(d.cloud + "/" + name, Array(content.utf8)) }
         try await d.start()
-        try await d.eventually("placeholders") { files.keys.compactMap { T.isPlaceholder(d.local, $0) }.first }
+        try await d.eventually("placeholders") { files.keys.compactMap { PlaceholderIntegrationTests.isPlaceholder(d.local, $0) }.first }
         try await d.stop()
         d.mode = "mirror"
         try await d.start()
@@ -611,8 +609,8 @@ struct PlaceholderHostileTests {
         try await d.stop()
         d.mode = "on-demand"
         try await d.start()
-        try P.write(d.cloud + "/later.txt", Array("later\n".utf8))
-        try await d.eventually("later.txt a placeholder") { T.isPlaceholder(d.local, "later.txt") }
+        try PlaceholderFiles.write(d.cloud + "/later.txt", Array("later\n".utf8))
+        try await d.eventually("later.txt a placeholder") { PlaceholderIntegrationTests.isPlaceholder(d.local, "later.txt") }
         try await d.settle()
         for (name, content) in files {
             #expect(try SyncExpect.file(d.local, name, content) == nil, "the local \(name) after switching back")
@@ -632,12 +630,12 @@ struct PlaceholderHostileTests {
         defer { s.finish() }
         let d = s.daemon
         d.config = ["placeholders": ["hydrate-on-open": "false"]]
-        try P.write(d.cloud + "/a.txt", Array("a\n".utf8))
+        try PlaceholderFiles.write(d.cloud + "/a.txt", Array("a\n".utf8))
         let outside = try s.sandbox.folder("outside")
-        try P.write(outside + "/victim.txt", Array("outside\n".utf8))
+        try PlaceholderFiles.write(outside + "/victim.txt", Array("outside\n".utf8))
         try SyncFiles.makeSymlink(SyncFiles.join(d.local, "escape"), to: outside)
         try await d.start()
-        try await d.eventually("placeholder") { T.isPlaceholder(d.local, "a.txt") }
+        try await d.eventually("placeholder") { PlaceholderIntegrationTests.isPlaceholder(d.local, "a.txt") }
         var requests: [String] = []
         var expected: [String] = []
         func add(_ method: String, _ params: String) {
@@ -666,8 +664,8 @@ struct PlaceholderHostileTests {
         #expect(d.isRunning, "nimbusd died: \(d.exitDescription)")
         let status = try await Self.rpc(d.socketPath, [#"{"jsonrpc":"2.0","id":1,"method":"status"}"#])
         #expect(Self.outcome(status[0]) == "ok", "\(status[0])")
-        #expect(try P.read(outside + "/victim.txt") == Array("outside\n".utf8))
-        #expect(T.isPlaceholder(d.local, "a.txt") == nil, "a hostile request downloaded a.txt")
+        #expect(try PlaceholderFiles.read(outside + "/victim.txt") == Array("outside\n".utf8))
+        #expect(PlaceholderIntegrationTests.isPlaceholder(d.local, "a.txt") == nil, "a hostile request downloaded a.txt")
         #expect(try SyncExpect.file(d.cloud, "a.txt", "a\n") == nil)
         try await d.stop()
     }

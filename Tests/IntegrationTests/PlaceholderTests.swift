@@ -8,30 +8,29 @@ import NimbusTestSupport
 /// machine is small; the other files of this suite add to it in extensions.
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct PlaceholderIntegrationTests {
-    typealias P = PlaceholderFiles
 
     /// Whether `relative` is a placeholder in `local`: `relative.nimbus` exists and `relative` does not.
     static func isPlaceholder(_ local: String, _ relative: String) -> String? {
-        if P.exists(local + "/" + relative) { return "\(relative) is a real file" }
-        if !P.exists(local + "/" + relative + ".nimbus") { return "\(relative).nimbus is missing" }
+        if PlaceholderFiles.exists(local + "/" + relative) { return "\(relative) is a real file" }
+        if !PlaceholderFiles.exists(local + "/" + relative + ".nimbus") { return "\(relative).nimbus is missing" }
         return nil
     }
 
     /// Whether `relative` is a real file of the cloud copy's size, without its placeholder:
     /// checked with lstat only, because opening a file counts as a use for the cache budget.
     static func isResident(_ d: PlaceholderDaemon, _ relative: String) -> String? {
-        guard let here = P.status(d.local + "/" + relative) else { return "\(relative) is not in the local folder" }
-        if P.exists(d.local + "/" + relative + ".nimbus") { return "\(relative).nimbus is still there beside \(relative)" }
-        let there = P.status(d.cloud + "/" + relative)
+        guard let here = PlaceholderFiles.status(d.local + "/" + relative) else { return "\(relative) is not in the local folder" }
+        if PlaceholderFiles.exists(d.local + "/" + relative + ".nimbus") { return "\(relative).nimbus is still there beside \(relative)" }
+        let there = PlaceholderFiles.status(d.cloud + "/" + relative)
         return here.st_size == there?.st_size ? nil : "\(relative) has \(here.st_size) bytes, the cloud copy \(there?.st_size ?? -1)"
     }
 
     /// Whether `relative` is downloaded in `local` with the bytes of the cloud copy.
     static func isDownloaded(_ d: PlaceholderDaemon, _ relative: String) -> String? {
         let file = d.local + "/" + relative
-        guard P.exists(file) else { return "\(relative) is not in the local folder" }
-        if P.exists(file + ".nimbus") { return "\(relative).nimbus is still there beside \(relative)" }
-        guard P.same(file, d.cloud + "/" + relative) else { return "\(relative) differs from the cloud copy" }
+        guard PlaceholderFiles.exists(file) else { return "\(relative) is not in the local folder" }
+        if PlaceholderFiles.exists(file + ".nimbus") { return "\(relative).nimbus is still there beside \(relative)" }
+        guard PlaceholderFiles.same(file, d.cloud + "/" + relative) else { return "\(relative) differs from the cloud copy" }
         return nil
     }
 
@@ -49,8 +48,8 @@ struct PlaceholderIntegrationTests {
             ("empty.bin", [], 1_700_000_000_000_000_000),
         ]
         for file in files {
-            try P.write(d.cloud + "/" + file.path, file.content)
-            try P.setMtime(d.cloud + "/" + file.path, file.mtime)
+            try PlaceholderFiles.write(d.cloud + "/" + file.path, file.content)
+            try PlaceholderFiles.setMtime(d.cloud + "/" + file.path, file.mtime)
         }
         try FileManager.default.createDirectory(atPath: d.cloud + "/empty-folder/inner", withIntermediateDirectories: true)
         try await d.start()
@@ -60,26 +59,26 @@ struct PlaceholderIntegrationTests {
         }
         for folder in ["dir", "dir/sub", "empty-folder", "empty-folder/inner"] {
             #expect(try SyncExpect.directory(d.local, folder) == nil, "\(folder) is not a real folder in the local folder")
-            #expect(!P.exists(d.local + "/" + folder + ".nimbus"), "a folder got a placeholder: \(folder).nimbus")
+            #expect(!PlaceholderFiles.exists(d.local + "/" + folder + ".nimbus"), "a folder got a placeholder: \(folder).nimbus")
         }
         let entries = try await d.entries()
         for file in files {
             let placeholder = d.local + "/" + file.path + ".nimbus"
-            let text = try #require(P.text(placeholder), "\(placeholder) cannot be read")
-            let parsed = P.parse(text)
+            let text = try #require(PlaceholderFiles.text(placeholder), "\(placeholder) cannot be read")
+            let parsed = PlaceholderFiles.parse(text)
             let name = String(file.path.split(separator: "/").last!)
             let quoted = "'" + file.path.replacingOccurrences(of: "'", with: "'\\''") + "'"
-            #expect(parsed.firstLine == P.firstLine, "first line of \(file.path).nimbus: \(parsed.firstLine)")
+            #expect(parsed.firstLine == PlaceholderFiles.firstLine, "first line of \(file.path).nimbus: \(parsed.firstLine)")
             #expect(parsed.section == "[placeholder]", "second line of \(file.path).nimbus: \(parsed.section)")
             #expect(parsed.values["name"] == name, "\(file.path).nimbus:\n\(text)")
             #expect(parsed.values["size"] == "\(file.content.count)", "\(file.path).nimbus:\n\(text)")
             #expect(parsed.values["download"] == "nimbusctl download \(quoted)", "\(file.path).nimbus:\n\(text)")
-            let mtime = parsed.values["mtime"].flatMap(P.parseRFC3339)
+            let mtime = parsed.values["mtime"].flatMap(PlaceholderFiles.parseRFC3339)
             #expect(mtime == file.mtime, "mtime of \(file.path).nimbus is \(parsed.values["mtime"] ?? "missing"), expected \(file.mtime) ns")
             #expect(text.utf8.count < 4096, "a placeholder of \(text.utf8.count) bytes")
-            #expect(P.xattr(placeholder, "user.nimbus.state") == "notDownloaded", "user.nimbus.state of \(file.path).nimbus")
-            #expect(P.xattr(placeholder, "user.nimbus.size") == "\(file.content.count)", "user.nimbus.size of \(file.path).nimbus")
-            #expect(P.mtime(placeholder) == file.mtime, "the placeholder's mtime is not the cloud file's: \(P.mtime(placeholder) ?? -1)")
+            #expect(PlaceholderFiles.xattr(placeholder, "user.nimbus.state") == "notDownloaded", "user.nimbus.state of \(file.path).nimbus")
+            #expect(PlaceholderFiles.xattr(placeholder, "user.nimbus.size") == "\(file.content.count)", "user.nimbus.size of \(file.path).nimbus")
+            #expect(PlaceholderFiles.mtime(placeholder) == file.mtime, "the placeholder's mtime is not the cloud file's: \(PlaceholderFiles.mtime(placeholder) ?? -1)")
             let entry = entries[file.path]
             #expect(entry?["state"] as? String == "notDownloaded" && entry?["residency"] as? String == "auto"
                     && entry?["size"] as? Int == file.content.count, "ls -r --json entry of \(file.path): \(entry ?? [:])")
@@ -88,9 +87,9 @@ struct PlaceholderIntegrationTests {
         // The daemon's own reading of placeholders and ours (hydrate-on-open = false) downloaded nothing.
         try await d.settle()
         #expect(d.allDownloadsStarted().isEmpty, "downloads started: \(d.allDownloadsStarted())")
-        #expect(files.allSatisfy { !P.exists(d.local + "/" + $0.path) }, "a placeholder was downloaded")
+        #expect(files.allSatisfy { !PlaceholderFiles.exists(d.local + "/" + $0.path) }, "a placeholder was downloaded")
         for file in files {
-            #expect(try P.read(d.cloud + "/" + file.path) == file.content, "the cloud copy of \(file.path) changed")
+            #expect(try PlaceholderFiles.read(d.cloud + "/" + file.path) == file.content, "the cloud copy of \(file.path) changed")
         }
         try await d.stop()
     }
@@ -103,11 +102,11 @@ struct PlaceholderIntegrationTests {
         d.config = ["placeholders": ["hydrate-on-open": "false"]]
         var random = SeededRandom(seed: 5)
         let a = random.bytes(300 << 10)
-        try P.write(d.cloud + "/docs/a.bin", a)
-        try P.setMtime(d.cloud + "/docs/a.bin", 1_650_000_000_123_456_789)
-        try P.write(d.cloud + "/docs/b.txt", Array("bee\n".utf8))
-        for i in 0..<5 { try P.write(d.cloud + "/folder/sub\(i % 2)/f\(i).txt", Array("file \(i)\n".utf8)) }
-        try P.write(d.cloud + "/later.txt", Array("later\n".utf8))
+        try PlaceholderFiles.write(d.cloud + "/docs/a.bin", a)
+        try PlaceholderFiles.setMtime(d.cloud + "/docs/a.bin", 1_650_000_000_123_456_789)
+        try PlaceholderFiles.write(d.cloud + "/docs/b.txt", Array("bee\n".utf8))
+        for i in 0..<5 { try PlaceholderFiles.write(d.cloud + "/folder/sub\(i % 2)/f\(i).txt", Array("file \(i)\n".utf8)) }
+        try PlaceholderFiles.write(d.cloud + "/later.txt", Array("later\n".utf8))
         try await d.start()
         try await d.eventually("placeholders") { Self.isPlaceholder(d.local, "later.txt") ?? Self.isPlaceholder(d.local, "docs/a.bin") }
 
@@ -116,8 +115,8 @@ struct PlaceholderIntegrationTests {
         // The command waits: the file is complete when it returns.
         #expect(Self.isDownloaded(d, "docs/a.bin") == nil, "\(Self.isDownloaded(d, "docs/a.bin") ?? "")")
         let file = d.local + "/docs/a.bin"
-        #expect(P.xattr(file, "user.nimbus.state") == "downloaded", "user.nimbus.state of docs/a.bin: \(P.xattr(file, "user.nimbus.state") ?? "none")")
-        #expect(P.mtime(file) == 1_650_000_000_123_456_789, "the downloaded file does not keep the cloud file's mtime")
+        #expect(PlaceholderFiles.xattr(file, "user.nimbus.state") == "downloaded", "user.nimbus.state of docs/a.bin: \(PlaceholderFiles.xattr(file, "user.nimbus.state") ?? "none")")
+        #expect(PlaceholderFiles.mtime(file) == 1_650_000_000_123_456_789, "the downloaded file does not keep the cloud file's mtime")
         #expect(d.downloadsStarted("docs/a.bin") == 1, "copies of docs/a.bin: \(d.logLines(containing: "downloading docs/a.bin"))")
         let line = d.logLines(containing: "downloading docs/a.bin (").first ?? ""
         #expect(line.contains("(\(a.count) bytes)"), "the log line does not give the size: \(line)")
@@ -158,8 +157,8 @@ struct PlaceholderIntegrationTests {
         defer { s.finish() }
         let d = s.daemon
         var random = SeededRandom(seed: 7)
-        try P.write(d.cloud + "/pics/x.jpg", random.bytes(2 << 20))
-        try P.write(d.cloud + "/pics/y.jpg", random.bytes(1000))
+        try PlaceholderFiles.write(d.cloud + "/pics/x.jpg", random.bytes(2 << 20))
+        try PlaceholderFiles.write(d.cloud + "/pics/y.jpg", random.bytes(1000))
         try await d.start()
         try await d.eventually("placeholders") { Self.isPlaceholder(d.local, "pics/x.jpg") ?? Self.isPlaceholder(d.local, "pics/y.jpg") }
         #expect(d.allDownloadsStarted().isEmpty, "downloads before anything was opened: \(d.allDownloadsStarted())")
@@ -168,9 +167,9 @@ struct PlaceholderIntegrationTests {
         try await d.settle()
 
         let cat = SyncHarness.run(SyncHarness.tool("cat"), [d.local + "/pics/x.jpg.nimbus"])
-        #expect(cat.status == 0 && cat.output.hasPrefix(P.firstLine), "cat read: \(cat.output.prefix(200))")
+        #expect(cat.status == 0 && cat.output.hasPrefix(PlaceholderFiles.firstLine), "cat read: \(cat.output.prefix(200))")
         try await d.eventually("pics/x.jpg downloaded after its placeholder was opened") { Self.isDownloaded(d, "pics/x.jpg") }
-        #expect(P.xattr(d.local + "/pics/x.jpg", "user.nimbus.state") == "downloaded")
+        #expect(PlaceholderFiles.xattr(d.local + "/pics/x.jpg", "user.nimbus.state") == "downloaded")
         try await d.eventually("nimbusctl ls shows pics/x.jpg downloaded") {
             let entries = try await d.entries()
             return entries["pics/x.jpg"]?["state"] as? String == "downloaded" ? nil : "\(entries["pics/x.jpg"] ?? [:])"
@@ -189,8 +188,8 @@ struct PlaceholderIntegrationTests {
         let d = s.daemon
         d.config = ["placeholders": ["hydrate-on-open": "false"]]
         var random = SeededRandom(seed: 11)
-        try P.write(d.cloud + "/docs/report.pdf", random.bytes(700 << 10))
-        try P.write(d.cloud + "/docs/other.pdf", random.bytes(3000))
+        try PlaceholderFiles.write(d.cloud + "/docs/report.pdf", random.bytes(700 << 10))
+        try PlaceholderFiles.write(d.cloud + "/docs/other.pdf", random.bytes(3000))
         try await d.start()
         try await d.eventually("placeholders") { Self.isPlaceholder(d.local, "docs/report.pdf") ?? Self.isPlaceholder(d.local, "docs/other.pdf") }
 
@@ -230,12 +229,12 @@ struct PlaceholderIntegrationTests {
         d.config = ["placeholders": ["hydrate-on-open": "false"]]
         // 200 MB as in the issue: about 0.6 s to copy on the test VM, long enough for the
         // requests to overlap.
-        try P.writeBig(d.cloud + "/big.bin", megabytes: 200, seed: 20)
+        try PlaceholderFiles.writeBig(d.cloud + "/big.bin", megabytes: 200, seed: 20)
         try await d.start()
         try await d.eventually("the placeholder") { Self.isPlaceholder(d.local, "big.bin") }
 
         let requests = try (0..<20).map { i in
-            try PlaceholderProcess(SyncHarness.nimbusctl, ["--socket", d.socketPath, "--json", "download", i % 2 == 0 ? "big.bin" : "big.bin.nimbus"],
+            try BackgroundProcess(SyncHarness.nimbusctl, ["--socket", d.socketPath, "--json", "download", i % 2 == 0 ? "big.bin" : "big.bin.nimbus"],
                                    environment: d.environment, scratch: s.root)
         }
         defer { requests.forEach { $0.stop() } }
@@ -252,7 +251,7 @@ struct PlaceholderIntegrationTests {
         print("[sharedDownload] \(overlapping) of 20 requests were connected before the first answer")
         #expect(overlapping >= 2, "the requests did not overlap, so sharing one copy was not tested:\n\(lines.prefix(10).joined(separator: "\n"))")
         #expect(Self.isDownloaded(d, "big.bin") == nil, "\(Self.isDownloaded(d, "big.bin") ?? "")")
-        #expect(P.temporaryFiles(d.local).isEmpty, "temporary files left: \(P.temporaryFiles(d.local))")
+        #expect(PlaceholderFiles.temporaryFiles(d.local).isEmpty, "temporary files left: \(PlaceholderFiles.temporaryFiles(d.local))")
         try await d.stop()
     }
 }

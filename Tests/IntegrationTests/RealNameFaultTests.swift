@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import NimbusTestSupport
 
 /// Issue 16 through the real daemon, when things go wrong: a vanished cloud copy, a full local
 /// disk, twenty readers at once, indexers and storms. A reader gets the right bytes or an
@@ -8,7 +9,6 @@ import Testing
 @Suite(.serialized, .timeLimit(.minutes(5)),
        .enabled(if: RealNameSupport.skipReason == nil, Comment(rawValue: RealNameSupport.skipReason ?? "")))
 struct RealNameFaultTests {
-    typealias P = PlaceholderFiles
 
     @Test("a reader of a file whose cloud copy vanished gets EIO, and the file stays not downloaded")
     func vanishedCloudCopyGivesEIO() async throws {
@@ -17,16 +17,16 @@ struct RealNameFaultTests {
         let d = s.daemon
         // The cloud is polled once an hour: the daemon learns of the deletion only when it fills.
         d.config["watch"] = ["cloud": "poll", "poll-interval": "1h"]
-        try P.write(d.cloud + "/gone.bin", RealName.content(8192, seed: 1))
+        try PlaceholderFiles.write(d.cloud + "/gone.bin", RealName.content(8192, seed: 1))
         try await d.start()
         try await d.eventually("the real-name placeholder") { RealName.isNotDownloaded(d, "gone.bin") }
-        let size = try #require(P.status(d.local + "/gone.bin")).st_size
+        let size = try #require(PlaceholderFiles.status(d.local + "/gone.bin")).st_size
         try SyncFiles.remove(Array((d.cloud + "/gone.bin").utf8))
         let read = RealName.shell(#"cat "$1""#, [d.local + "/gone.bin"])
         #expect(read.status != 0 && read.output.contains("Input/output error"), "cat of gone.bin: \(read)")
-        let after = try #require(P.status(d.local + "/gone.bin"), "the placeholder was removed instead of failing the read")
+        let after = try #require(PlaceholderFiles.status(d.local + "/gone.bin"), "the placeholder was removed instead of failing the read")
         #expect(after.st_size == size && after.st_blocks == 0, "gone.bin after the failed fill: \(after.st_size) bytes, \(after.st_blocks) blocks")
-        #expect(P.temporaryFiles(d.local).isEmpty, "\(P.temporaryFiles(d.local))")
+        #expect(PlaceholderFiles.temporaryFiles(d.local).isEmpty, "\(PlaceholderFiles.temporaryFiles(d.local))")
         try await d.stop()
     }
 
@@ -35,14 +35,14 @@ struct RealNameFaultTests {
         let s = try RealName.sandbox("realNameENOSPC", image: "ext4", megabytes: 32)
         defer { s.finish() }
         let d = s.daemon
-        try P.writeBig(d.cloud + "/big.bin", megabytes: 48, seed: 7)
+        try PlaceholderFiles.writeBig(d.cloud + "/big.bin", megabytes: 48, seed: 7)
         try await d.start()
         try await d.eventually("the real-name placeholder") { RealName.isNotDownloaded(d, "big.bin") }
         let free = PlaceholderIntegrationTests.freeBytes(d.local)
         let read = RealName.shell(#"cat "$1" > /dev/null"#, [d.local + "/big.bin"])
         #expect(read.status != 0 && read.output.contains("No space left on device"), "cat of big.bin: \(read)")
         #expect(RealName.isNotDownloaded(d, "big.bin") == nil, "after ENOSPC: \(RealName.isNotDownloaded(d, "big.bin") ?? "")")
-        #expect(P.temporaryFiles(d.local).isEmpty, "\(P.temporaryFiles(d.local))")
+        #expect(PlaceholderFiles.temporaryFiles(d.local).isEmpty, "\(PlaceholderFiles.temporaryFiles(d.local))")
         try await d.eventually("the space of the failed fill to be free again") {
             PlaceholderIntegrationTests.freeBytes(d.local) >= free - (1 << 20) ? nil : "\(PlaceholderIntegrationTests.freeBytes(d.local)) bytes free, \(free) before"
         }
@@ -54,8 +54,8 @@ struct RealNameFaultTests {
         let s = try RealName.sandbox("realNameShared")
         defer { s.finish() }
         let d = s.daemon
-        try P.writeBig(d.cloud + "/one.bin", megabytes: 50, seed: 1)
-        try P.writeBig(d.cloud + "/shared.bin", megabytes: 50, seed: 2)
+        try PlaceholderFiles.writeBig(d.cloud + "/one.bin", megabytes: 50, seed: 1)
+        try PlaceholderFiles.writeBig(d.cloud + "/shared.bin", megabytes: 50, seed: 2)
         try await d.start()
         try await d.eventually("the real-name placeholders") {
             RealName.isNotDownloaded(d, "one.bin") ?? RealName.isNotDownloaded(d, "shared.bin")
@@ -68,14 +68,14 @@ struct RealNameFaultTests {
 
         let shared = try OpenCounter(d.cloud + "/shared.bin")
         let readers = try (0..<20).map { index in
-            try PlaceholderProcess("/bin/sh", ["-c", #"cat "$1" > "$2""#, "sh", d.local + "/shared.bin", s.root + "/out-\(index)"],
+            try BackgroundProcess("/bin/sh", ["-c", #"cat "$1" > "$2""#, "sh", d.local + "/shared.bin", s.root + "/out-\(index)"],
                                    scratch: s.root)
         }
         defer { readers.forEach { $0.stop() } }
         for reader in readers { try await reader.waitForExit(timeout: .seconds(120)) }
         for (index, reader) in readers.enumerated() {
             #expect(reader.status == 0, "reader \(index): \(reader.output)")
-            #expect(P.same(s.root + "/out-\(index)", d.cloud + "/shared.bin"), "reader \(index) did not get the cloud's bytes")
+            #expect(PlaceholderFiles.same(s.root + "/out-\(index)", d.cloud + "/shared.bin"), "reader \(index) did not get the cloud's bytes")
         }
         try await d.settle("shared")
         #expect(shared.take() == opensForOne, "twenty readers opened the cloud copy other than one reader did (\(opensForOne) times)")
@@ -88,7 +88,7 @@ struct RealNameFaultTests {
         defer { s.finish() }
         let d = s.daemon
         d.config["placeholders"]?["open-rate-limit"] = "3"
-        for index in 0..<5 { try P.write(d.cloud + "/f\(index).txt", RealName.content(4096, seed: UInt64(index))) }
+        for index in 0..<5 { try PlaceholderFiles.write(d.cloud + "/f\(index).txt", RealName.content(4096, seed: UInt64(index))) }
         try await d.start()
         try await d.eventually("the real-name placeholders") { (0..<5).lazy.compactMap { RealName.isNotDownloaded(d, "f\($0).txt") }.first }
 
@@ -99,7 +99,7 @@ struct RealNameFaultTests {
         #expect(refused.status != 0 && refused.output.contains("Operation not permitted"), "the indexer: \(refused)")
         #expect(RealName.isNotDownloaded(d, "f0.txt") == nil, "the indexer's open fetched f0.txt")
         let served = RealName.shell(#"cat "$1" > "$2""#, [d.local + "/f0.txt", s.root + "/f0"])
-        #expect(served.status == 0 && P.same(s.root + "/f0", d.cloud + "/f0.txt"), "cat after the indexer: \(served)")
+        #expect(served.status == 0 && PlaceholderFiles.same(s.root + "/f0", d.cloud + "/f0.txt"), "cat after the indexer: \(served)")
 
         // Fills f0 (above), f1 and f2 are the three of the minute; f3 is refused, f4 too.
         for index in 1...2 {

@@ -87,7 +87,6 @@ enum RealNameSupport {
 /// One test's daemon writing real-name placeholders (`[placeholders] style = real-name`) on
 /// folders under /var/tmp, or with its local folder on a filesystem image of its own.
 enum RealName {
-    typealias P = PlaceholderFiles
 
     /// A sandbox whose daemon is set to real-name placeholders and (unless the test sets it)
     /// no limit on fills a minute. With `image`, the local folder is on a new image of that
@@ -117,21 +116,21 @@ enum RealName {
     /// size, no data blocks, `user.nimbus.state=notDownloaded`, no suffix file beside it.
     /// Looked at with lstat and getxattr only: opening it would fetch it.
     static func isNotDownloaded(_ d: PlaceholderDaemon, _ relative: String) -> String? {
-        guard let here = P.status(d.local + "/" + relative) else { return "\(relative) is not in the local folder" }
-        if P.exists(d.local + "/" + relative + ".nimbus") { return "\(relative).nimbus is there (a suffix placeholder)" }
-        guard let cloud = P.status(d.cloud + "/" + relative) else { return "\(relative) is not in the cloud folder" }
+        guard let here = PlaceholderFiles.status(d.local + "/" + relative) else { return "\(relative) is not in the local folder" }
+        if PlaceholderFiles.exists(d.local + "/" + relative + ".nimbus") { return "\(relative).nimbus is there (a suffix placeholder)" }
+        guard let cloud = PlaceholderFiles.status(d.cloud + "/" + relative) else { return "\(relative) is not in the cloud folder" }
         if here.st_size != cloud.st_size { return "\(relative) has \(here.st_size) bytes, the cloud copy \(cloud.st_size)" }
         if here.st_blocks != 0 { return "\(relative) holds \(here.st_blocks * 512) bytes of data" }
-        let state = P.xattr(d.local + "/" + relative, "user.nimbus.state")
+        let state = PlaceholderFiles.xattr(d.local + "/" + relative, "user.nimbus.state")
         return state == "notDownloaded" ? nil : "\(relative): user.nimbus.state is \(state ?? "missing")"
     }
 
     /// nil when `relative` holds the cloud copy's bytes and says it is downloaded.
     static func isDownloaded(_ d: PlaceholderDaemon, _ relative: String) -> String? {
         let file = d.local + "/" + relative
-        guard P.exists(file) else { return "\(relative) is not in the local folder" }
-        guard P.same(file, d.cloud + "/" + relative) else { return "\(relative) differs from the cloud copy" }
-        let state = P.xattr(file, "user.nimbus.state")
+        guard PlaceholderFiles.exists(file) else { return "\(relative) is not in the local folder" }
+        guard PlaceholderFiles.same(file, d.cloud + "/" + relative) else { return "\(relative) differs from the cloud copy" }
+        let state = PlaceholderFiles.xattr(file, "user.nimbus.state")
         return state == "downloaded" ? nil : "\(relative): user.nimbus.state is \(state ?? "missing")"
     }
 

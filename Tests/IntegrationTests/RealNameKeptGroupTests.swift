@@ -13,7 +13,6 @@ import NimbusTestSupport
 @Suite(.serialized, .timeLimit(.minutes(5)),
        .enabled(if: RealNameSupport.skipReason == nil, Comment(rawValue: RealNameSupport.skipReason ?? "")))
 struct RealNameKeptGroupTests {
-    typealias P = PlaceholderFiles
 
     /// One nimbusd started by hand: stdout and stderr to the daemon's log, `LISTEN_PID` its own.
     struct Launch {
@@ -61,7 +60,7 @@ struct RealNameKeptGroupTests {
         let d = s.daemon
         try d.writeConfig()
         let original = s.root + "/original.bin"
-        try P.writeBig(original, megabytes: 200, seed: 7)
+        try PlaceholderFiles.writeBig(original, megabytes: 200, seed: 7)
         try #require(SyncHarness.run(SyncHarness.tool("cp"), ["-p", original, d.cloud + "/big.bin"]).status == 0)
         let notifyPath = s.root + "/store.sock"
         let notify = try UnixDatagramSocket.bound(to: notifyPath)
@@ -76,26 +75,26 @@ struct RealNameKeptGroupTests {
         try await d.eventually("the real-name placeholder") { RealName.isNotDownloaded(d, "big.bin") }
 
         let file = d.local + "/big.bin", during = s.root + "/during.bin"
-        let reader = try PlaceholderProcess("/bin/sh", ["-c", #"cat "$1" > "$2""#, "sh", file, during], scratch: s.root)
+        let reader = try BackgroundProcess("/bin/sh", ["-c", #"cat "$1" > "$2""#, "sh", file, during], scratch: s.root)
         defer { reader.stop() }
-        let began = Polling.spin(timeout: .seconds(60)) { (P.status(file)?.st_blocks ?? 0) > 0 || !reader.isRunning }
+        let began = Polling.spin(timeout: .seconds(60)) { (PlaceholderFiles.status(file)?.st_blocks ?? 0) > 0 || !reader.isRunning }
         kill(first.pid, SIGSTOP)  // On a fast disk the fill would end between the poll and the kill.
         try #require(began, "the fill did not begin within 60 s")
         kill(first.pid, SIGKILL)
         _ = try ChildProcess.wait(first.pid)
         let cut = reader.isRunning
-        print("[realNameKept] kill -9 at \(Int64(P.status(file)?.st_blocks ?? 0) * 512) bytes filled; reader still waiting: \(cut)")
+        print("[realNameKept] kill -9 at \(Int64(PlaceholderFiles.status(file)?.st_blocks ?? 0) * 512) bytes filled; reader still waiting: \(cut)")
         try #require(cut, "the fill ended before the daemon was stopped: the kill cut nothing, so nothing was tested")
 
         let second = try Launch(d, notify: notifyPath, passing: group)
         defer { kill(second.pid, SIGTERM); _ = try? ChildProcess.wait(second.pid) }
         try Self.awaitReady(notify, storing: &stored, pid: second.pid)
         try await reader.waitForExit(timeout: .seconds(60))
-        let got = P.status(during)?.st_size ?? -1
+        let got = PlaceholderFiles.status(during)?.st_size ?? -1
         #expect(reader.status != 0 && got == 0, "the reader cut off by kill -9 exited \(reader.status) with \(got) bytes, expected EIO and none")
         #expect(d.logTail(lines: 200).contains("took over the fanotify group"), "\(d.logTail(lines: 40))")
         let after = RealName.shell(#"timeout 60 cat "$1" > "$2""#, [file, s.root + "/after.bin"])
-        #expect(after.status == 0 && P.same(s.root + "/after.bin", original), "a reader after the restart: \(after)")
-        #expect(P.same(d.cloud + "/big.bin", original), "the cloud copy changed")
+        #expect(after.status == 0 && PlaceholderFiles.same(s.root + "/after.bin", original), "a reader after the restart: \(after)")
+        #expect(PlaceholderFiles.same(d.cloud + "/big.bin", original), "the cloud copy changed")
     }
 }

@@ -9,7 +9,6 @@ import NimbusTestSupport
 @Suite(.serialized, .timeLimit(.minutes(5)),
        .enabled(if: RealNameSupport.skipReason == nil, Comment(rawValue: RealNameSupport.skipReason ?? "")))
 struct RealNameLifecycleTests {
-    typealias P = PlaceholderFiles
 
     @Test("kill -9 during a 200 MB fill, then a restart and a reader: the right bytes or an error, never a partial file")
     func killDuringFill() async throws {
@@ -26,19 +25,19 @@ struct RealNameLifecycleTests {
         defer { s.finish() }
         let d = s.daemon
         let original = s.root + "/original.bin"
-        try P.writeBig(original, megabytes: 200, seed: 42)
+        try PlaceholderFiles.writeBig(original, megabytes: 200, seed: 42)
         try #require(SyncHarness.run(SyncHarness.tool("cp"), ["-p", original, d.cloud + "/big.bin"]).status == 0)
         try await d.start()
         try await d.eventually("the real-name placeholder") { RealName.isNotDownloaded(d, "big.bin") }
 
         let file = d.local + "/big.bin"
-        let reader = try PlaceholderProcess("/bin/sh", ["-c", #"cat "$1" > "$2""#, "sh", file, s.root + "/during.bin"], scratch: s.root)
+        let reader = try BackgroundProcess("/bin/sh", ["-c", #"cat "$1" > "$2""#, "sh", file, s.root + "/during.bin"], scratch: s.root)
         defer { reader.stop() }
         var random = SeededRandom(seed: SyncHarness.seed("realNameKill"))
         let target = Int64.random(in: (1 << 20)..<(150 << 20), using: &random) >> (2 * (attempt - 1))
         var filled: Int64 = 0
         let reached = Polling.spin(timeout: .seconds(60)) {
-            filled = Int64(P.status(file)?.st_blocks ?? 0) * 512
+            filled = Int64(PlaceholderFiles.status(file)?.st_blocks ?? 0) * 512
             return filled >= target || !reader.isRunning
         }
         d.freeze()  // On a fast disk the fill would end between the poll and the kill.
@@ -49,7 +48,7 @@ struct RealNameLifecycleTests {
         // What the reader that was waiting got is the kernel's doing: a closing group allows the
         // opens it was holding, so it may read a partial file (README: the crash window).
         print("[realNameKill] attempt \(attempt): kill -9 at \(filled) bytes filled (target \(target)), mid-fill \(midFill); "
-              + "the waiting reader exited \(reader.status) with \(P.same(s.root + "/during.bin", original) ? "the right bytes" : "other bytes")")
+              + "the waiting reader exited \(reader.status) with \(PlaceholderFiles.same(s.root + "/during.bin", original) ? "the right bytes" : "other bytes")")
         guard midFill else { return false }
 
         try await d.start()
@@ -58,12 +57,12 @@ struct RealNameLifecycleTests {
                 ? nil : "\(RealName.isDownloaded(d, "big.bin") ?? ""); \(RealName.isNotDownloaded(d, "big.bin") ?? "")"
         }
         let after = RealName.shell(#"cat "$1" > "$2""#, [file, s.root + "/after.bin"])
-        #expect(after.status != 0 || P.same(s.root + "/after.bin", original), "a reader after the restart got other bytes: \(after)")
+        #expect(after.status != 0 || PlaceholderFiles.same(s.root + "/after.bin", original), "a reader after the restart got other bytes: \(after)")
         if after.status == 0 { #expect(RealName.isDownloaded(d, "big.bin") == nil, "\(RealName.isDownloaded(d, "big.bin") ?? "")") }
-        #expect(P.same(d.cloud + "/big.bin", original), "the cloud copy changed")
+        #expect(PlaceholderFiles.same(d.cloud + "/big.bin", original), "the cloud copy changed")
         let versions = (try? FileManager.default.contentsOfDirectory(atPath: d.cloud + "/.nimbus/versions")) ?? []
         #expect(versions.isEmpty, "the cloud copy was replaced (versions: \(versions))")
-        #expect(P.temporaryFiles(d.local).isEmpty, "\(P.temporaryFiles(d.local))")
+        #expect(PlaceholderFiles.temporaryFiles(d.local).isEmpty, "\(PlaceholderFiles.temporaryFiles(d.local))")
         try await d.stop()
         return true
     }
@@ -75,11 +74,11 @@ struct RealNameLifecycleTests {
         let d = s.daemon
         try RealNameSupport.handOver(s.sandbox, [])  // the sandbox traversable by nobody
         let content = Array(String(repeating: "not zeros ", count: 500).utf8)
-        try P.write(d.cloud + "/doc.txt", content)
+        try PlaceholderFiles.write(d.cloud + "/doc.txt", content)
         chmod(d.cloud + "/doc.txt", 0o644)
         try await d.start()
         try await d.eventually("the real-name placeholder") { RealName.isNotDownloaded(d, "doc.txt") }
-        let mode = try #require(P.status(d.local + "/doc.txt")).st_mode & 0o7777
+        let mode = try #require(PlaceholderFiles.status(d.local + "/doc.txt")).st_mode & 0o7777
         #expect(mode == 0o644, "the placeholder's mode is \(String(mode, radix: 8)), the cloud file's 644")
         try await d.stop()
 
@@ -92,7 +91,7 @@ struct RealNameLifecycleTests {
         try await d.start()
         let served = RealName.shell(#"cat "$1""#, [file], as: RealNameSupport.asNobody)
         #expect(served.status == 0 && served.output.utf8.elementsEqual(content), "nobody after the restart: \(served.output.prefix(200))")
-        #expect(try #require(P.status(file)).st_mode & 0o7777 == mode, "the mode after the restart")
+        #expect(try #require(PlaceholderFiles.status(file)).st_mode & 0o7777 == mode, "the mode after the restart")
         try await d.stop()
     }
 
@@ -102,7 +101,7 @@ struct RealNameLifecycleTests {
         defer { s.finish() }
         let d = s.daemon
         for name in ["echo.txt", "truncate.txt"] {
-            try P.write(d.cloud + "/" + name, Array(String(repeating: "\(name) content\n", count: 300).utf8))
+            try PlaceholderFiles.write(d.cloud + "/" + name, Array(String(repeating: "\(name) content\n", count: 300).utf8))
             try #require(SyncHarness.run(SyncHarness.tool("cp"), [d.cloud + "/" + name, s.root + "/normal-" + name]).status == 0)
         }
         try await d.start()
@@ -115,12 +114,12 @@ struct RealNameLifecycleTests {
                                       [d.local + "/truncate.txt", s.root + "/normal-truncate.txt"])
         #expect(truncate.status == 0, "\(truncate)")
         for name in ["echo.txt", "truncate.txt"] {
-            let expected = try #require(try P.read(s.root + "/normal-" + name))
-            #expect(try P.read(d.local + "/" + name) == expected,
-                    "\(name): \(P.text(d.local + "/" + name) ?? "unreadable"), on a normal file: \(String(decoding: expected, as: UTF8.self))")
+            let expected = try #require(try PlaceholderFiles.read(s.root + "/normal-" + name))
+            #expect(try PlaceholderFiles.read(d.local + "/" + name) == expected,
+                    "\(name): \(PlaceholderFiles.text(d.local + "/" + name) ?? "unreadable"), on a normal file: \(String(decoding: expected, as: UTF8.self))")
             // A local edit like any other: the cloud gets it.
             try await d.eventually("the edited \(name) in the cloud", timeout: .seconds(30)) {
-                try P.read(d.cloud + "/" + name) == expected ? nil : "\(P.text(d.cloud + "/" + name)?.prefix(40) ?? "nothing")"
+                try PlaceholderFiles.read(d.cloud + "/" + name) == expected ? nil : "\(PlaceholderFiles.text(d.cloud + "/" + name)?.prefix(40) ?? "nothing")"
             }
         }
         try await d.stop()

@@ -10,12 +10,11 @@ import Testing
 /// fetch, indexers, the rate limit, a full disk) are in the issue's own tests.
 @Suite(.serialized, .timeLimit(.minutes(3)), .enabled(if: RealNameSupport.skipReason == nil, Comment(rawValue: RealNameSupport.skipReason ?? "")))
 struct RealNamePlaceholderDaemonTests {
-    typealias P = PlaceholderFiles
 
     static func start(_ label: String, files: [String: [UInt8]]) async throws -> PlaceholderSandbox {
         let s = try PlaceholderSandbox(label, base: RealNameSupport.base)
         s.daemon.style = "real-name"
-        for (name, bytes) in files { try P.write(s.daemon.cloud + "/" + name, bytes) }
+        for (name, bytes) in files { try PlaceholderFiles.write(s.daemon.cloud + "/" + name, bytes) }
         try await s.daemon.start()
         return s
     }
@@ -43,8 +42,8 @@ struct RealNamePlaceholderDaemonTests {
         if here.st_mtim.tv_sec != there.st_mtim.tv_sec || here.st_mtim.tv_nsec != there.st_mtim.tv_nsec { return "\(relative): mtime" }
         if here.st_mode != there.st_mode { return "\(relative): mode \(String(here.st_mode, radix: 8))" }
         if here.st_blocks != 0 { return "\(relative): \(here.st_blocks) blocks" }
-        if P.xattr(d.local + "/" + relative, "user.nimbus.state") != "notDownloaded" { return "\(relative): state xattr" }
-        if P.exists(d.local + "/" + relative + ".nimbus") { return "\(relative).nimbus exists" }
+        if PlaceholderFiles.xattr(d.local + "/" + relative, "user.nimbus.state") != "notDownloaded" { return "\(relative): state xattr" }
+        if PlaceholderFiles.exists(d.local + "/" + relative + ".nimbus") { return "\(relative).nimbus exists" }
         return nil
     }
 
@@ -75,10 +74,10 @@ struct RealNamePlaceholderDaemonTests {
             return state == "downloaded" ? nil : "state \(state ?? "-")"
         }
         #expect(Self.stat(d.local + "/d/big.bin").map { $0.st_blocks > 0 } == true)
-        #expect(P.xattr(d.local + "/d/big.bin", "user.nimbus.state") == "downloaded")
+        #expect(PlaceholderFiles.xattr(d.local + "/d/big.bin", "user.nimbus.state") == "downloaded")
         // Read in place: the cloud is not written back.
         try await d.settle()
-        #expect(try P.read(d.cloud + "/d/big.bin") == files["d/big.bin"])
+        #expect(try PlaceholderFiles.read(d.cloud + "/d/big.bin") == files["d/big.bin"])
     }
 
     @Test("nimbusctl download, evict (in place, then read again) and pin")
@@ -90,14 +89,14 @@ struct RealNamePlaceholderDaemonTests {
         try await d.eventually("placeholders") { Self.notDownloaded(d, "a.bin") ?? Self.notDownloaded(d, "b.bin") }
         let downloaded = try await d.ctlJSON(["download", "a.bin"])
         #expect(downloaded["state"] as? String == "downloaded", "\(downloaded)")
-        #expect(try P.read(d.local + "/a.bin") == content)
+        #expect(try PlaceholderFiles.read(d.local + "/a.bin") == content)
         let inode = Self.stat(d.local + "/a.bin")?.st_ino
 
         let evicted = try await d.ctlJSON(["evict", "a.bin"])
         #expect(evicted["state"] as? String == "notDownloaded" && evicted["residency"] as? String == "evicted", "\(evicted)")
         #expect(Self.notDownloaded(d, "a.bin") == nil)
         #expect(Self.stat(d.local + "/a.bin")?.st_ino == inode, "evicted in place")
-        #expect(try P.read(d.cloud + "/a.bin") == content)
+        #expect(try PlaceholderFiles.read(d.cloud + "/a.bin") == content)
         let again = Self.run("cmp '\(d.local)/a.bin' '\(d.cloud)/a.bin'")
         #expect(again.status == 0, "read after evict: \(again.output)")
 
@@ -108,7 +107,7 @@ struct RealNamePlaceholderDaemonTests {
 
         let pinned = try await d.ctlJSON(["pin", "b.bin"])
         #expect(pinned["state"] as? String == "downloaded" && pinned["residency"] as? String == "pinned", "\(pinned)")
-        #expect(try P.read(d.local + "/b.bin") == content)
+        #expect(try PlaceholderFiles.read(d.local + "/b.bin") == content)
         let refused = try await d.ctlError(["evict", "b.bin"])
         #expect(refused.error["name"] as? String == "pinned", "\(refused.result)")
     }
@@ -123,16 +122,16 @@ struct RealNamePlaceholderDaemonTests {
         #expect(Self.run("cat '\(d.local)/b.txt'").output == "read\n")
         try await d.stop()
         #expect(Self.stat(d.local + "/a.txt").map { $0.st_mode & 0o7777 } == 0, "not-downloaded: no permission bits")
-        #expect(P.xattr(d.local + "/a.txt", "user.nimbus.mode") == String(mode, radix: 8))
+        #expect(PlaceholderFiles.xattr(d.local + "/a.txt", "user.nimbus.mode") == String(mode, radix: 8))
         #expect(Self.stat(d.local + "/b.txt").map { $0.st_mode & 0o7777 } == mode, "a downloaded file keeps its mode")
         try await d.start()
         try await d.eventually("the mode back") {
             Self.stat(d.local + "/a.txt").map { $0.st_mode & 0o7777 } == mode ? nil : "still guarded"
         }
-        #expect(P.xattr(d.local + "/a.txt", "user.nimbus.mode") == nil)
+        #expect(PlaceholderFiles.xattr(d.local + "/a.txt", "user.nimbus.mode") == nil)
         #expect(Self.run("cat '\(d.local)/a.txt'").output == "guarded\n")
         try await d.settle()
-        #expect(try P.read(d.cloud + "/a.txt") == Array("guarded\n".utf8), "the guard is no change to sync")
+        #expect(try PlaceholderFiles.read(d.cloud + "/a.txt") == Array("guarded\n".utf8), "the guard is no change to sync")
     }
 
     @Test("switching style = real-name → suffix → real-name converts every placeholder, downloads nothing and changes nothing in the cloud")
@@ -147,7 +146,7 @@ struct RealNamePlaceholderDaemonTests {
         try await d.start()
         let mark = d.logMark
         try await d.eventually("suffix placeholders") {
-            files.keys.sorted().first { P.exists(d.local + "/" + $0) || !P.exists(d.local + "/" + $0 + ".nimbus") }
+            files.keys.sorted().first { PlaceholderFiles.exists(d.local + "/" + $0) || !PlaceholderFiles.exists(d.local + "/" + $0 + ".nimbus") }
         }
         #expect(try await d.ctlJSON(["info", "d/b.bin"])["state"] as? String == "notDownloaded")
         try await d.stop()
@@ -156,7 +155,7 @@ struct RealNamePlaceholderDaemonTests {
         try await d.eventually("real-name placeholders again") { files.keys.sorted().compactMap { Self.notDownloaded(d, $0) }.first }
         #expect(d.allDownloadsStarted(since: mark).isEmpty, "a conversion downloads nothing")
         #expect(d.logLines(containing: "was opened: downloaded", since: mark).isEmpty, "nor fills anything")
-        for (name, bytes) in files { #expect(try P.read(d.cloud + "/" + name) == bytes, "\(name) in the cloud") }
+        for (name, bytes) in files { #expect(try PlaceholderFiles.read(d.cloud + "/" + name) == bytes, "\(name) in the cloud") }
         let read = Self.run("cmp '\(d.local)/d/b.bin' '\(d.cloud)/d/b.bin'")
         #expect(read.status == 0, "\(read.output)")
     }

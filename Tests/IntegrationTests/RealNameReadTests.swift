@@ -8,7 +8,6 @@ import Testing
 @Suite(.serialized, .timeLimit(.minutes(10)),
        .enabled(if: RealNameSupport.skipReason == nil, Comment(rawValue: RealNameSupport.skipReason ?? "")))
 struct RealNameReadTests {
-    typealias P = PlaceholderFiles
 
     /// A program reading a file, as a shell script: `$1` is the file, `$2` where its bytes go
     /// (or, with `digest`, its md5 sum).
@@ -62,9 +61,9 @@ struct RealNameReadTests {
             for size in Self.sizes {
                 let name = "\(reader.name)-\(size.label).bin"
                 if size.bytes >= 1 << 20 {
-                    try P.writeBig(d.cloud + "/" + name, megabytes: size.bytes >> 20, seed: UInt64(index + 1))
+                    try PlaceholderFiles.writeBig(d.cloud + "/" + name, megabytes: size.bytes >> 20, seed: UInt64(index + 1))
                 } else {
-                    try P.write(d.cloud + "/" + name, RealName.content(size.bytes, seed: UInt64(index + 100)))
+                    try PlaceholderFiles.write(d.cloud + "/" + name, RealName.content(size.bytes, seed: UInt64(index + 100)))
                 }
                 files.append(name)
             }
@@ -83,9 +82,9 @@ struct RealNameReadTests {
                 #expect(!run.output.contains("changed as we read"), "\(reader.name) of \(name): \(run.output)")
                 if reader.digest {
                     let expected = RealName.shell(#"md5sum < "$1" | cut -c1-32"#, [d.cloud + "/" + name]).output
-                    #expect(P.text(out) == expected, "\(reader.name) of \(name): \(P.text(out) ?? "nothing"), the cloud copy's is \(expected)")
+                    #expect(PlaceholderFiles.text(out) == expected, "\(reader.name) of \(name): \(PlaceholderFiles.text(out) ?? "nothing"), the cloud copy's is \(expected)")
                 } else {
-                    #expect(P.same(out, d.cloud + "/" + name), "\(reader.name) of the not-downloaded \(name) did not get the cloud's bytes")
+                    #expect(PlaceholderFiles.same(out, d.cloud + "/" + name), "\(reader.name) of the not-downloaded \(name) did not get the cloud's bytes")
                 }
                 #expect(RealName.isDownloaded(d, name) == nil, "after \(reader.name): \(RealName.isDownloaded(d, name) ?? "")")
             }

@@ -102,9 +102,9 @@ struct StatusTruthTests {
 
     @Test func watchShowsDeletionsAndRenames() async throws {
         try await withDaemon { d in
-            let json = try CtlWatch(d, json: true)
-            let human = try CtlWatch(d, json: false)
-            defer { Task { await json.stop(); await human.stop() } }
+            let json = try d.background(["--json", "watch"], separateErrors: true)
+            let human = try d.background(["watch"], separateErrors: true)
+            defer { json.stop(); human.stop() }
             var written: [String] = []
             try await Polling.eventually("both watchers to report a new file") {
                 let name = "w\(written.count).txt"

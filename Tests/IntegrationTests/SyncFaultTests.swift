@@ -8,8 +8,6 @@ import NimbusTestSupport
 /// are heavy enough to disturb timing-sensitive neighbours.
 @Suite(.serialized, .timeLimit(.minutes(3)))
 struct SyncFaultTests {
-    typealias F = SyncFiles
-    typealias E = SyncExpect
 
     @Test("a file rewritten during its upload never reaches the cloud torn")
     func rewrittenDuringUpload() async throws {
@@ -18,7 +16,7 @@ struct SyncFaultTests {
         defer { sandbox.finish() }
         let daemon = try sandbox.daemon(device: "alpha")
         try await daemon.start()
-        let local = F.join(daemon.local, "big.dat"), cloud = F.join(daemon.cloud, "big.dat")
+        let local = SyncFiles.join(daemon.local, "big.dat"), cloud = SyncFiles.join(daemon.cloud, "big.dat")
 
         let writer = SyncRewriter(path: local, seed: seed)
         let observer = SyncCloudObserver(path: cloud)
@@ -27,9 +25,9 @@ struct SyncFaultTests {
         try await sandbox.eventually("the writer finishes", timeout: .seconds(60), interval: .milliseconds(50)) {
             writer.isDone ? nil : "still writing"
         }
-        let final = try #require(try F.read(local))
+        let final = try #require(try SyncFiles.read(local))
         try await sandbox.eventually("the cloud holds the last version", timeout: .seconds(20)) {
-            try F.read(cloud) == final ? nil : "cloud/big.dat is not the last version yet"
+            try SyncFiles.read(cloud) == final ? nil : "cloud/big.dat is not the last version yet"
         }
         observer.stop()
         try await sandbox.eventually("the observer stops", interval: .milliseconds(20)) { observer.isDone ? nil : "running" }
@@ -45,11 +43,11 @@ struct SyncFaultTests {
         #expect(report.valid.count >= 2, "only \(report.valid.count) version(s) reached the cloud while the file was rewritten: the upload of a file saved every few milliseconds never happened, so torn uploads were not exercised")
         // The versions store keeps displaced cloud content: it must be whole as well.
         let versions = daemon.cloud + "/.nimbus/versions/big.dat"
-        for name in (try? F.names(in: versions)) ?? [] {
-            let bytes = try #require(try F.read(F.join(versions, name)))
+        for name in (try? SyncFiles.names(in: versions)) ?? [] {
+            let bytes = try #require(try SyncFiles.read(SyncFiles.join(versions, name)))
             if case .torn(let reason) = SyncSelfChecking.validate(bytes) { Issue.record("torn version \(name) in \(versions): \(reason)") }
         }
-        #expect(try F.temporaryFiles(in: daemon.local).isEmpty && F.temporaryFiles(in: daemon.cloud).isEmpty)
+        #expect(try SyncFiles.temporaryFiles(in: daemon.local).isEmpty && SyncFiles.temporaryFiles(in: daemon.cloud).isEmpty)
         try await daemon.stop()
     }
 
@@ -78,11 +76,11 @@ struct SyncFaultTests {
         let src = direction.source(daemon), dst = direction.target(daemon)
         var expected: [String: [UInt8]] = [:]
         for d in 0..<20 {
-            try F.makeDirectory(F.join(src, "dir\(d)"))
+            try SyncFiles.makeDirectory(SyncFiles.join(src, "dir\(d)"))
             for f in 0..<100 {
                 let path = "dir\(d)/file\(f).bin"
                 let content = Array("\(path) \(seed)\n".utf8) + random.bytes(Int.random(in: 100...4000, using: &random))
-                try F.write(F.join(src, path), content)
+                try SyncFiles.write(SyncFiles.join(src, path), content)
                 expected[path] = content
             }
         }
@@ -104,7 +102,7 @@ struct SyncFaultTests {
         }
         let tree = try SyncTree(scanning: src)
         #expect(tree.fileCount == 2000 && expected.allSatisfy { tree[$0.key]?.content == $0.value }, "files lost or changed in \(src)")
-        let leftovers = try F.temporaryFiles(in: daemon.local) + F.temporaryFiles(in: daemon.cloud)
+        let leftovers = try SyncFiles.temporaryFiles(in: daemon.local) + SyncFiles.temporaryFiles(in: daemon.cloud)
         #expect(leftovers.isEmpty, "temporary files remain: \(leftovers.prefix(5))")
         try await daemon.stop()
         return true
@@ -115,8 +113,8 @@ struct SyncFaultTests {
     static func count(_ root: String) throws -> (files: Int, temporary: Int) {
         var result = (files: 0, temporary: 0)
         let file = Array("file".utf8), temporary = Array(".nimbus-tmp-".utf8)
-        for folder in try F.names(in: Array(root.utf8)) where folder.starts(with: Array("dir".utf8)) {
-            for name in (try? F.names(in: Array(root.utf8) + [UInt8(ascii: "/")] + folder)) ?? [] {
+        for folder in try SyncFiles.names(in: Array(root.utf8)) where folder.starts(with: Array("dir".utf8)) {
+            for name in (try? SyncFiles.names(in: Array(root.utf8) + [UInt8(ascii: "/")] + folder)) ?? [] {
                 if name.starts(with: file) { result.files += 1 } else if name.starts(with: temporary) { result.temporary += 1 }
             }
         }
@@ -138,9 +136,9 @@ struct SyncFaultTests {
             return
         }
         let daemon = try sandbox.daemon(device: "alpha")
-        for i in 0..<50 { try F.write(F.join(daemon.local, "file\(i).txt"), Array("content \(i)\n".utf8)) }
+        for i in 0..<50 { try SyncFiles.write(SyncFiles.join(daemon.local, "file\(i).txt"), Array("content \(i)\n".utf8)) }
         try await daemon.start()
-        try await sandbox.converge("first sync", daemon.local, daemon.cloud) { try E.file(daemon.cloud, "file49.txt", "content 49\n") }
+        try await sandbox.converge("first sync", daemon.local, daemon.cloud) { try SyncExpect.file(daemon.cloud, "file49.txt", "content 49\n") }
         let before = try SyncTree(scanning: daemon.local)
         let backup = try sandbox.folder("cloud-backup")
         let copy = SyncHarness.run(SyncHarness.tool("cp"), ["-a", daemon.cloud + "/.", backup])
@@ -151,7 +149,7 @@ struct SyncFaultTests {
         try #require(unmount.status == 0, "umount -l failed: \(unmount.output)")
         // Now the cloud path is the empty directory under the mount point. A file written
         // during the outage must not be lost, whatever the daemon believes.
-        try F.write(F.join(daemon.local, "during-outage.txt"), Array("written while unmounted\n".utf8))
+        try SyncFiles.write(SyncFiles.join(daemon.local, "during-outage.txt"), Array("written while unmounted\n".utf8))
         let halted: String?
         do {
             halted = try await daemon.waitForLog("has no Nimbus marker (.nimbus/root)", since: mark, timeout: .seconds(20))
@@ -168,7 +166,7 @@ struct SyncFaultTests {
         var after = try SyncTree(scanning: daemon.local)
         after.entries[Array("during-outage.txt".utf8)] = nil
         #expect(after.differences(from: before, names: ("after", "before")) == nil, "the local folder changed after the cloud was unmounted")
-        #expect(try F.names(in: daemon.cloud).isEmpty, "files were written into the bare mount point \(daemon.cloud)")
+        #expect(try SyncFiles.names(in: daemon.cloud).isEmpty, "files were written into the bare mount point \(daemon.cloud)")
 
         // The disk comes back (a new tmpfs holding the files as they were): sync resumes.
         if let problem = try sandbox.mountTmpfs("cloud", size: "64m") {
@@ -179,11 +177,11 @@ struct SyncFaultTests {
         let restore = SyncHarness.run(SyncHarness.tool("cp"), ["-a", backup + "/.", daemon.cloud])
         try #require(restore.status == 0, "cp -a failed: \(restore.output)")
         if halted != nil { try await daemon.waitForLog("sync resumes", since: back, timeout: .seconds(20)) }
-        try F.write(F.join(daemon.local, "after.txt"), Array("after the remount\n".utf8))
+        try SyncFiles.write(SyncFiles.join(daemon.local, "after.txt"), Array("after the remount\n".utf8))
         func nothingLost() throws -> String? {
-            try E.all(E.file(daemon.cloud, "after.txt", "after the remount\n"), E.file(daemon.local, "after.txt", "after the remount\n"),
-                      E.file(daemon.local, "during-outage.txt", "written while unmounted\n"),
-                      E.file(daemon.cloud, "during-outage.txt", "written while unmounted\n"))
+            try SyncExpect.all(SyncExpect.file(daemon.cloud, "after.txt", "after the remount\n"), SyncExpect.file(daemon.local, "after.txt", "after the remount\n"),
+                      SyncExpect.file(daemon.local, "during-outage.txt", "written while unmounted\n"),
+                      SyncExpect.file(daemon.cloud, "during-outage.txt", "written while unmounted\n"))
         }
         do {
             try await sandbox.converge("sync after the remount, nothing lost", daemon.local, daemon.cloud, timeout: .seconds(15), nothingLost)
@@ -211,7 +209,7 @@ struct SyncFaultTests {
         var random = SeededRandom(seed: 16)
         let big = random.bytes(16 << 20)
         let mark = daemon.logMark
-        try F.write(F.join(daemon.local, "big.bin"), big)
+        try SyncFiles.write(SyncFiles.join(daemon.local, "big.bin"), big)
         let line = try await daemon.waitForLog("disk is full", since: mark, timeout: .seconds(20))
         #expect(line.contains("error") && line.contains("big.bin"), "the error does not say which file and why: \(line)")
         try await sandbox.eventually("nimbusctl info big.bin shows the state error and why") {
@@ -220,23 +218,23 @@ struct SyncFaultTests {
                 ? nil : info.output
         }
         try await sandbox.eventually("no partial file in the cloud, and its space given back") {
-            let leftovers = try F.temporaryFiles(in: daemon.cloud)
+            let leftovers = try SyncFiles.temporaryFiles(in: daemon.cloud)
             let free = Self.freeBytes(daemon.cloud)
-            return try E.all(E.absent(daemon.cloud, "big.bin"),
+            return try SyncExpect.all(SyncExpect.absent(daemon.cloud, "big.bin"),
                              leftovers.isEmpty ? nil : "temporary files in the cloud: \(leftovers)",
                              free >= freeBefore - (256 << 10) ? nil : "only \(free) bytes free in the cloud, \(freeBefore) before the upload")
         }
         #expect(daemon.isRunning)
         // Other files still sync meanwhile.
-        try F.write(F.join(daemon.local, "small.txt"), Array("small\n".utf8))
-        try await sandbox.eventually("a small file still syncs") { try E.file(daemon.cloud, "small.txt", "small\n") }
-        #expect(try F.status(F.join(daemon.cloud, "big.bin")) == nil, "a partial big.bin appeared in the cloud")
+        try SyncFiles.write(SyncFiles.join(daemon.local, "small.txt"), Array("small\n".utf8))
+        try await sandbox.eventually("a small file still syncs") { try SyncExpect.file(daemon.cloud, "small.txt", "small\n") }
+        #expect(try SyncFiles.status(SyncFiles.join(daemon.cloud, "big.bin")) == nil, "a partial big.bin appeared in the cloud")
 
         let remount = SyncHarness.run(SyncHarness.tool("mount"), ["-o", "remount,size=64m", daemon.cloud])
         try #require(remount.status == 0, "remount failed: \(remount.output)")
         try await sandbox.converge("the big file arrives once there is space", daemon.local, daemon.cloud,
                                    timeout: .seconds(40), contentLimit: 32 << 20) {
-            try E.file(daemon.cloud, Array("big.bin".utf8), big)
+            try SyncExpect.file(daemon.cloud, Array("big.bin".utf8), big)
         }
         try await daemon.stop()
     }

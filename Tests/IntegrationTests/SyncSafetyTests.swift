@@ -7,13 +7,11 @@ import Testing
 /// two daemons can share one cloud folder.
 @Suite(.timeLimit(.minutes(3)))
 struct SyncSafetyTests {
-    typealias F = SyncFiles
-    typealias E = SyncExpect
 
     /// The names in `root` (top level) that are conflict copies of `stem.ext` made by `device`.
     static func conflictCopies(in root: String, stem: String, ext: String, device: String? = nil) throws -> [String] {
         let prefix = "\(stem) (conflict from \(device.map { $0 + " " } ?? "")"
-        return try F.names(in: root).filter { $0.hasPrefix(prefix) && $0.hasSuffix(").\(ext)") }.sorted()
+        return try SyncFiles.names(in: root).filter { $0.hasPrefix(prefix) && $0.hasSuffix(").\(ext)") }.sorted()
     }
 
     @Test("edits on both sides while stopped end as a conflict with both contents kept")
@@ -22,19 +20,19 @@ struct SyncSafetyTests {
         defer { sandbox.finish() }
         let daemon = try sandbox.daemon(device: "alpha")
         let local = daemon.local, cloud = daemon.cloud
-        try F.write(F.join(local, "doc.txt"), Array("original\n".utf8))
+        try SyncFiles.write(SyncFiles.join(local, "doc.txt"), Array("original\n".utf8))
         try await daemon.start()
-        try await sandbox.converge("first sync", local, cloud) { try E.file(cloud, "doc.txt", "original\n") }
+        try await sandbox.converge("first sync", local, cloud) { try SyncExpect.file(cloud, "doc.txt", "original\n") }
         try await daemon.stop()
 
-        try F.write(F.join(local, "doc.txt"), Array("edited here, on alpha\n".utf8))
-        try F.write(F.join(cloud, "doc.txt"), Array("edited in the cloud\n".utf8))
+        try SyncFiles.write(SyncFiles.join(local, "doc.txt"), Array("edited here, on alpha\n".utf8))
+        try SyncFiles.write(SyncFiles.join(cloud, "doc.txt"), Array("edited in the cloud\n".utf8))
         try await daemon.start()
         try await sandbox.converge("conflict resolved into two files", local, cloud) {
             let copies = try Self.conflictCopies(in: local, stem: "doc", ext: "txt", device: "alpha")
             guard copies.count == 1 else { return "expected one 'doc (conflict from alpha …).txt' in \(local), found \(copies)" }
-            return try E.all(E.file(local, "doc.txt", "edited in the cloud\n"), E.file(cloud, "doc.txt", "edited in the cloud\n"),
-                             E.file(local, copies[0], "edited here, on alpha\n"), E.file(cloud, copies[0], "edited here, on alpha\n"))
+            return try SyncExpect.all(SyncExpect.file(local, "doc.txt", "edited in the cloud\n"), SyncExpect.file(cloud, "doc.txt", "edited in the cloud\n"),
+                             SyncExpect.file(local, copies[0], "edited here, on alpha\n"), SyncExpect.file(cloud, copies[0], "edited here, on alpha\n"))
         }
         let info = daemon.controlJSON(["info", "doc.txt"])
         #expect(info.object?["state"] as? String == "conflict", "nimbusctl info doc.txt does not show the conflict: \(info.output)")
@@ -53,10 +51,10 @@ struct SyncSafetyTests {
         let src = direction.source(daemon), dst = direction.target(daemon)
         var all: [String] = []
         for d in 0..<10 {
-            try F.makeDirectory(F.join(src, "d\(d)"))
+            try SyncFiles.makeDirectory(SyncFiles.join(src, "d\(d)"))
             for f in 0..<100 {
                 let path = "d\(d)/f\(f).txt"
-                try F.write(F.join(src, path), Array("file \(path)\n".utf8))
+                try SyncFiles.write(SyncFiles.join(src, path), Array("file \(path)\n".utf8))
                 all.append(path)
             }
         }
@@ -68,16 +66,16 @@ struct SyncSafetyTests {
 
         let mark = daemon.logMark
         let deleted = all.enumerated().filter { $0.offset % 10 < 8 }.map(\.element)
-        for path in deleted { try F.remove(F.join(src, path)) }
+        for path in deleted { try SyncFiles.remove(SyncFiles.join(src, path)) }
         // The batcher waits for the deleting to pause (up to 30 s on a busy machine) before the
         // guard sees the deletions.
         let line = try await daemon.waitForLog("holding", since: mark, timeout: .seconds(60))
         print("[massDeleteIsHeld-\(direction)] \(line)")
         // A later change still syncs (the daemon is alive and acting), and the held
         // deletions are still not applied once it has.
-        try F.write(F.join(src, "after-the-deletes.txt"), Array("still syncing\n".utf8))
+        try SyncFiles.write(SyncFiles.join(src, "after-the-deletes.txt"), Array("still syncing\n".utf8))
         try await sandbox.eventually("a new file still syncs while deletions are held") {
-            try E.file(dst, "after-the-deletes.txt", "still syncing\n")
+            try SyncExpect.file(dst, "after-the-deletes.txt", "still syncing\n")
         }
         let remaining = try SyncTree(scanning: dst)
         let missing = deleted.filter { remaining[$0] == nil }
@@ -103,14 +101,14 @@ struct SyncSafetyTests {
         defer { sandbox.finish() }
         let daemon = try sandbox.daemon(device: "alpha")
         let kept = direction.source(daemon), replaced = direction.target(daemon)
-        for i in 0..<20 { try F.write(F.join(kept, "file\(i).txt"), Array("content \(i)\n".utf8)) }
+        for i in 0..<20 { try SyncFiles.write(SyncFiles.join(kept, "file\(i).txt"), Array("content \(i)\n".utf8)) }
         try await daemon.start()
-        try await sandbox.converge("first sync", kept, replaced) { try E.file(replaced, "file19.txt", "content 19\n") }
+        try await sandbox.converge("first sync", kept, replaced) { try SyncExpect.file(replaced, "file19.txt", "content 19\n") }
         try await daemon.stop()
         let before = try SyncTree(scanning: kept)
 
-        try F.rename(Array(replaced.utf8), Array((replaced + ".away").utf8))
-        try F.makeDirectory(Array(replaced.utf8))
+        try SyncFiles.rename(Array(replaced.utf8), Array((replaced + ".away").utf8))
+        try SyncFiles.makeDirectory(Array(replaced.utf8))
         let mark = daemon.logMark
         try await daemon.start()
         let line = try await daemon.waitForLog(direction == .localToCloud ? "has no Nimbus marker (.nimbus/root)"
@@ -122,16 +120,16 @@ struct SyncSafetyTests {
                 "nimbusctl status does not say that sync is halted and why: \(status.output)")
         let after = try SyncTree(scanning: kept)
         #expect(after.differences(from: before, names: ("after", "before")) == nil, "\(kept) changed while the other root was missing")
-        #expect(try F.names(in: replaced).filter { !$0.hasPrefix(".nimbus") }.isEmpty,
+        #expect(try SyncFiles.names(in: replaced).filter { !$0.hasPrefix(".nimbus") }.isEmpty,
                 "files were written into the empty replacement \(replaced)")
 
         // The real folder comes back: sync resumes by itself.
         let back = daemon.logMark
-        try F.removeDirectory(Array(replaced.utf8))
-        try F.rename(Array((replaced + ".away").utf8), Array(replaced.utf8))
+        try SyncFiles.removeDirectory(Array(replaced.utf8))
+        try SyncFiles.rename(Array((replaced + ".away").utf8), Array(replaced.utf8))
         try await daemon.waitForLog("sync resumes", since: back, timeout: .seconds(15))
-        try F.write(F.join(kept, "after.txt"), Array("after the return\n".utf8))
-        try await sandbox.converge("sync after the folder came back", kept, replaced) { try E.file(replaced, "after.txt", "after the return\n") }
+        try SyncFiles.write(SyncFiles.join(kept, "after.txt"), Array("after the return\n".utf8))
+        try await sandbox.converge("sync after the folder came back", kept, replaced) { try SyncExpect.file(replaced, "after.txt", "after the return\n") }
         try await daemon.stop()
     }
 
@@ -140,9 +138,9 @@ struct SyncSafetyTests {
         let sandbox = try SyncSandbox("pairedWithAnotherCloud")
         defer { sandbox.finish() }
         let first = try sandbox.daemon(device: "alpha")
-        try F.write(F.join(first.local, "file.txt"), Array("content\n".utf8))
+        try SyncFiles.write(SyncFiles.join(first.local, "file.txt"), Array("content\n".utf8))
         try await first.start()
-        try await sandbox.converge("first sync", first.local, first.cloud) { try E.file(first.cloud, "file.txt", "content\n") }
+        try await sandbox.converge("first sync", first.local, first.cloud) { try SyncExpect.file(first.cloud, "file.txt", "content\n") }
         try await first.stop()
 
         // The same local folder, now with another (new) cloud folder and a fresh state.
@@ -150,7 +148,7 @@ struct SyncSafetyTests {
         let mark = other.logMark
         try await other.start()
         _ = try await other.waitForLog("is paired with another cloud folder", since: mark)
-        #expect(try F.names(in: other.cloud).filter { !$0.hasPrefix(".nimbus") }.isEmpty, "files were copied into the other cloud folder")
+        #expect(try SyncFiles.names(in: other.cloud).filter { !$0.hasPrefix(".nimbus") }.isEmpty, "files were copied into the other cloud folder")
         // Halted means waiting: looking again every few seconds, not in a loop. (Looking reads
         // the local marker, and that open wakes the watcher.)
         let cpuBefore = try #require(other.cpuSeconds())
@@ -167,24 +165,24 @@ struct SyncSafetyTests {
         let alpha = try sandbox.daemon(device: "alpha", local: "local-alpha")
         let beta = try sandbox.daemon(device: "beta", local: "local-beta")
         let cloud = alpha.cloud
-        try F.write(F.join(alpha.local, "shared.txt"), Array("shared v1\n".utf8))
-        try F.write(F.join(alpha.local, "from-alpha.txt"), Array("alpha\n".utf8))
+        try SyncFiles.write(SyncFiles.join(alpha.local, "shared.txt"), Array("shared v1\n".utf8))
+        try SyncFiles.write(SyncFiles.join(alpha.local, "from-alpha.txt"), Array("alpha\n".utf8))
         try await alpha.start()
         try await beta.start()
-        try await sandbox.converge("beta gets alpha's files", beta.local, cloud) { try E.file(beta.local, "from-alpha.txt", "alpha\n") }
+        try await sandbox.converge("beta gets alpha's files", beta.local, cloud) { try SyncExpect.file(beta.local, "from-alpha.txt", "alpha\n") }
 
-        try F.write(F.join(beta.local, "from-beta.txt"), Array("beta\n".utf8))
-        try F.remove(F.join(beta.local, "from-alpha.txt"))
+        try SyncFiles.write(SyncFiles.join(beta.local, "from-beta.txt"), Array("beta\n".utf8))
+        try SyncFiles.remove(SyncFiles.join(beta.local, "from-alpha.txt"))
         try await sandbox.converge("alpha gets beta's changes", alpha.local, cloud) {
-            try E.all(E.file(alpha.local, "from-beta.txt", "beta\n"), E.absent(alpha.local, "from-alpha.txt"))
+            try SyncExpect.all(SyncExpect.file(alpha.local, "from-beta.txt", "beta\n"), SyncExpect.absent(alpha.local, "from-alpha.txt"))
         }
         try await sandbox.converge("all three folders equal", beta.local, cloud)
 
         try await alpha.stop()
         try await beta.stop()
         let contents = ["alpha": "shared v2 written on alpha\n", "beta": "shared v2 written on beta, longer\n"]
-        try F.write(F.join(alpha.local, "shared.txt"), Array(contents["alpha"]!.utf8))
-        try F.write(F.join(beta.local, "shared.txt"), Array(contents["beta"]!.utf8))
+        try SyncFiles.write(SyncFiles.join(alpha.local, "shared.txt"), Array(contents["alpha"]!.utf8))
+        try SyncFiles.write(SyncFiles.join(beta.local, "shared.txt"), Array(contents["beta"]!.utf8))
         try alpha.launch()
         try beta.launch()
         try await alpha.waitUntilReady()
@@ -195,7 +193,7 @@ struct SyncSafetyTests {
             let loser = copies[0].hasPrefix("shared (conflict from alpha ") ? "alpha" : "beta"
             let winner = loser == "alpha" ? "beta" : "alpha"
             for root in [cloud, alpha.local, beta.local] {
-                if let problem = try E.all(E.file(root, "shared.txt", contents[winner]!), E.file(root, copies[0], contents[loser]!)) {
+                if let problem = try SyncExpect.all(SyncExpect.file(root, "shared.txt", contents[winner]!), SyncExpect.file(root, copies[0], contents[loser]!)) {
                     return problem
                 }
             }

@@ -62,9 +62,9 @@ import Testing
 
     // MARK: - Messages
 
-    func roundTrip<T: Codable & Equatable>(_ value: T) throws -> T {
+    func roundTrip<Message: Codable & Equatable>(_ value: Message) throws -> Message {
         let data = try JSONRPC.makeEncoder().encode(value)
-        return try JSONDecoder().decode(T.self, from: data)
+        return try JSONDecoder().decode(Message.self, from: data)
     }
 
     @Test func resultsRoundTrip() throws {

@@ -10,7 +10,7 @@ import Testing
     /// kernel lays them out (struct fanotify_event_metadata, then struct fanotify_event_info_range).
     @Test func eventsAndTheirRangeAreDecoded() {
         var bytes: [UInt8] = []
-        func append<T>(_ value: T) { withUnsafeBytes(of: value) { bytes += $0 } }
+        func append<Field>(_ value: Field) { withUnsafeBytes(of: value) { bytes += $0 } }
         func metadata(length: UInt32, mask: UInt64, fd: Int32, pid: Int32) {
             append(length); append(UInt8(3)); append(UInt8(0)); append(UInt16(24))
             append(mask); append(fd); append(pid)

@@ -1,17 +1,15 @@
 import Foundation
 import Glibc
 import NimbusSystem
-import Synchronization
 
 /// One `nimbusd` child process, restartable, the one harness every suite and nimbus-bench
-/// start the daemon with. It is started through `ChildProcess.spawn`, so no descriptor of
-/// the test process leaks into it (an inherited pipe keeps another test waiting); its stdout
-/// and stderr are appended in full to `logPath`; its sd_notify messages are read from
-/// `notifyPath` when there is one. Failures carry the end of the log.
+/// start the daemon with. Each launch is a BackgroundProcess (ChildProcess.spawn: no
+/// descriptor of the test process leaks into it) whose stdout and stderr are appended in full
+/// to `logPath`; its sd_notify messages are read from `notifyPath` when there is one.
+/// Failures carry the end of the log.
 ///
 /// Suites subclass it to add their folders, arguments and configuration files. A test uses
-/// its daemon from one task at a time; the child's exit status, which any thread may collect
-/// with waitpid(2), is behind a lock.
+/// its daemon from one task at a time.
 open class NimbusdProcess: @unchecked Sendable {
     /// How the daemon is named in failures ("nimbusd alpha").
     public let name: String
@@ -21,7 +19,8 @@ open class NimbusdProcess: @unchecked Sendable {
     /// When the last launch spawned the process.
     public private(set) var launchedAt: ContinuousClock.Instant?
     public private(set) var launches = 0
-    private let child = Mutex(Child())
+    /// The process of the last launch.
+    public private(set) var process: BackgroundProcess?
     private var notify: NotifyListener?
     private var readyBaseline = 0
 
@@ -60,12 +59,8 @@ open class NimbusdProcess: @unchecked Sendable {
         launches += 1
         let command = launcher + [Self.nimbusd] + arguments
         try appendToLog("=== launch #\(launches): \(command.joined(separator: " "))\n\(note)")
-        // ChildProcess gives the child this process's stdout and stderr: a shell puts the log
-        // in their place and replaces itself with the daemon (same pid).
-        let script = "log=$1; shift; exec \"$@\" >>\"$log\" 2>&1 </dev/null"
         launchedAt = ContinuousClock.now
-        let pid = try ChildProcess.spawn("/bin/sh", arguments: ["-c", script, "sh", logPath] + command, environment: environment)
-        child.withLock { $0 = Child(pid: pid) }
+        process = try BackgroundProcess(command[0], Array(command.dropFirst()), environment: environment, outputPath: logPath)
     }
 
     private func appendToLog(_ text: String) throws {
@@ -107,17 +102,18 @@ open class NimbusdProcess: @unchecked Sendable {
 
     // MARK: Running and ending
 
-    public var pid: Int32? { child.withLock { $0.pid } }
-    public var isRunning: Bool { child.withLock { $0.collect(blocking: false) } }
+    public var pid: Int32? { process?.pid }
+    public var isRunning: Bool { process?.isRunning ?? false }
 
-    /// The status a shell gives (the exit code, or 128 + N for signal N); nil while it runs.
-    public var exitStatus: Int32? { child.withLock { $0.collect(blocking: false) ? nil : $0.shellStatus } }
+    /// The status a shell gives (the exit code, or 128 + N for signal N); nil while it runs
+    /// or before it started.
+    public var exitStatus: Int32? { process.flatMap { $0.isRunning ? nil : $0.status } }
 
     /// Whether it ended with exit status 0.
     public var exitedCleanly: Bool { exitStatus == 0 }
 
     /// "exit status N", "signal N (SIGKILL)", "still running" or "never started".
-    public var exitDescription: String { child.withLock { _ = $0.collect(blocking: false); return $0.description } }
+    public var exitDescription: String { process?.exitDescription ?? "never started" }
 
     /// Sends `signal` if it runs.
     public func send(_ signal: Int32) {
@@ -130,22 +126,12 @@ open class NimbusdProcess: @unchecked Sendable {
 
     /// Whether it has exited within `timeout` (polled: a stopped child has not exited).
     public func waitForExit(timeout: Duration) async throws -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while isRunning {
-            if ContinuousClock.now >= deadline { return false }
-            try await Task.sleep(for: .milliseconds(5))
-        }
-        return true
+        try await process?.exited(within: timeout) ?? true
     }
 
     /// The same, blocking this thread.
     public func waitForExitBlocking(timeout: Duration) -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while isRunning {
-            if ContinuousClock.now >= deadline { return false }
-            usleep(1000)
-        }
-        return true
+        process?.exitedBlocking(within: timeout) ?? true
     }
 
     /// `signal` (SIGTERM: a clean stop), then waits up to `timeout` for the end. True when it
@@ -184,10 +170,7 @@ open class NimbusdProcess: @unchecked Sendable {
     /// SIGKILL if it still runs, and waits for it; stops reading its notifications. The
     /// cleanup at the end of a test (also from a defer).
     public func killIfRunning() {
-        if let pid, isRunning {
-            kill(pid, SIGKILL)
-            child.withLock { _ = $0.collect(blocking: true) }
-        }
+        process?.stop()
         notify?.stop()
         notify = nil
     }
@@ -264,45 +247,5 @@ open class NimbusdProcess: @unchecked Sendable {
     /// A failure naming this daemon, with the end of its log.
     open func failure(_ message: String) -> HarnessFailure {
         HarnessFailure("\(name): \(message)\n\(logTail(lines: 80))")
-    }
-}
-
-/// The child's pid and, once collected with waitpid(2), its wait status.
-private struct Child {
-    var pid: Int32?
-    var status: Int32?
-
-    /// Collects the status if the child has ended (waiting for that when `blocking`); true
-    /// while it runs.
-    mutating func collect(blocking: Bool) -> Bool {
-        guard let pid else { return false }
-        guard status == nil else { return false }
-        var raw: Int32 = 0
-        while true {
-            let result = waitpid(pid, &raw, blocking ? 0 : WNOHANG)
-            if result == pid { status = raw; return false }
-            if result == 0 { return true }
-            if errno == EINTR { continue }
-            status = -1  // ECHILD: collected elsewhere; gone, status unknown
-            return false
-        }
-    }
-
-    var shellStatus: Int32? {
-        guard let status else { return nil }
-        if status == -1 { return -1 }
-        let signal = status & 0x7f
-        return signal == 0 ? (status >> 8) & 0xff : 128 + signal
-    }
-
-    var description: String {
-        guard pid != nil else { return "never started" }
-        guard let status else { return "still running" }
-        if status == -1 { return "ended (status collected elsewhere)" }
-        let signal = status & 0x7f
-        guard signal != 0 else { return "exit status \((status >> 8) & 0xff)" }
-        let names: [Int32: String] = [SIGSEGV: "SIGSEGV", SIGBUS: "SIGBUS", SIGABRT: "SIGABRT", SIGILL: "SIGILL",
-                                      SIGKILL: "SIGKILL", SIGTERM: "SIGTERM", SIGTRAP: "SIGTRAP", SIGINT: "SIGINT"]
-        return "signal \(signal)\(names[signal].map { " (\($0))" } ?? "")"
     }
 }
