@@ -70,6 +70,10 @@ int cnimbus_pipe_cloexec(int fds[2]) {
     return pipe2(fds, O_CLOEXEC);
 }
 
+int cnimbus_accept_cloexec_nonblock(int fd) {
+    return accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+}
+
 int cnimbus_probe_read_lease(int fd) {
     if (fcntl(fd, F_SETLEASE, F_RDLCK) == 0) {
         fcntl(fd, F_SETLEASE, F_UNLCK);

@@ -13,7 +13,7 @@ extension ControlServer {
             do {
                 guard let accepted = try listener.accept() else { return }
                 socket = accepted
-            } catch let error as Errno where error == .tooManyOpenFiles || error == Errno(rawValue: 23) {  // EMFILE, ENFILE
+            } catch let error as Errno where error == .tooManyOpenFiles || error == .tooManyOpenFilesInSystem {
                 // Out of descriptors: stop accepting for a moment rather than spin on poll.
                 log.warning("control socket: cannot accept more connections (\(error)); trying again shortly")
                 pollSet.remove(listener.descriptor)

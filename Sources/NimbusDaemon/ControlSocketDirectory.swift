@@ -51,7 +51,7 @@ extension ControlServer {
             return "cannot open the control socket: \(refused)"
         }
         switch error as? Errno {
-        case Errno(rawValue: 98)?:  // EADDRINUSE
+        case Errno.addressInUse?:
             return "cannot open the control socket \(socketPath): another nimbusd is already listening there; stop it first, or start this one with another --instance or --socket"
         case Errno.fileExists?:
             return "cannot open the control socket \(socketPath): a file that is not a socket is in the way; move it away or give --socket PATH"

@@ -47,9 +47,9 @@ extension ProcessSupport {
     /// Whether `path` exists and is a regular file this process may execute.
     /// The corresponding C functions are `stat` and `access`.
     public static func programCheck(_ path: String) -> ProgramCheck {
-        guard access(path, F_OK) == 0 else { return .missing }
-        var info = stat()
-        guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, access(path, X_OK) == 0 else { return .notExecutable }
+        guard (try? Sys.access(SystemPath(path), F_OK)) != nil else { return .missing }
+        guard let info = try? Sys.fstatat(AT_FDCWD, SystemPath(path), 0), info.st_mode & S_IFMT == S_IFREG,
+              (try? Sys.access(SystemPath(path), X_OK)) != nil else { return .notExecutable }
         return .executable
     }
 }

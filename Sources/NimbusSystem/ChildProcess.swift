@@ -35,10 +35,7 @@ public enum ChildProcess {
     /// Waits for the child `pid` to end and returns its status as a shell gives it: its
     /// exit code, or 128 + N when signal N ended it. The corresponding C function is `waitpid`.
     public static func wait(_ pid: Int32) throws -> Int32 {
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 {
-            guard errno == EINTR else { throw Errno.current }
-        }
+        let status = try Sys.waitForChild(pid)
         let signal = status & 0x7f
         return signal == 0 ? (status >> 8) & 0xff : 128 + signal
     }

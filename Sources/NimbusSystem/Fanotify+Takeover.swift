@@ -11,14 +11,11 @@ extension FanotifyGroup {
     /// The group behind `descriptor`, inherited from systemd; nil when it is not a fanotify
     /// descriptor at all (the caller closes it then). The C function is `readlink`.
     public static func takeOver(_ descriptor: FileDescriptor) -> FanotifyGroup? {
-        var target = [CChar](repeating: 0, count: 64)
-        let count = readlink("/proc/self/fd/\(descriptor.rawValue)", &target, target.count - 1)
-        guard count > 0 else { return nil }
-        let name = String(decoding: target[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        guard name == "anon_inode:[fanotify]" else { return nil }
+        guard let target = try? Sys.readlink(SystemPath("/proc/self/fd/\(descriptor.rawValue)"), capacity: 63),
+              String(decoding: target, as: UTF8.self) == "anon_inode:[fanotify]" else { return nil }
         // Inherited descriptors are not close-on-exec, and the server waits in poll.
-        _ = fcntl(descriptor.rawValue, F_SETFD, FD_CLOEXEC)
-        _ = fcntl(descriptor.rawValue, F_SETFL, fcntl(descriptor.rawValue, F_GETFL) | O_NONBLOCK)
+        try? Sys.setCloseOnExec(descriptor.rawValue)
+        try? Sys.setNonBlocking(descriptor.rawValue, true)
         return FanotifyGroup(descriptor: descriptor)
     }
 
@@ -33,7 +30,8 @@ extension FanotifyGroup {
         var denied = 0
         for number in 0..<limit {
             var answer = fanotify_response(fd: number, response: FanotifyResponse.deny(error).kernelValue)
-            let written = withUnsafeBytes(of: &answer) { Glibc.write(descriptor.rawValue, $0.baseAddress, $0.count) }
+            // ENOENT: nothing waits under that number.
+            let written = try? withUnsafeBytes(of: &answer) { try Sys.write(descriptor.rawValue, $0) }
             if written == MemoryLayout<fanotify_response>.size { denied += 1 }
         }
         return denied

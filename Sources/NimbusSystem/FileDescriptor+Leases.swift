@@ -1,4 +1,3 @@
-import CNimbus
 import Glibc
 
 extension FileDescriptor {
@@ -6,14 +5,14 @@ extension FileDescriptor {
     /// on such a file, so the probe takes one and gives it back at once; when leases are not
     /// possible here (not the owner, a network filesystem), it answers false.
     /// The corresponding C function is `fcntl(F_SETLEASE)`.
-    func isOpenForWritingElsewhere() -> Bool { cnimbus_probe_read_lease(rawValue) == 0 }
+    func isOpenForWritingElsewhere() -> Bool { Sys.probeReadLease(rawValue) == 0 }
 
     /// True when some process has this file open for writing, asked as surely as this system
     /// allows: the lease probe, and where leases are refused, the descriptors listed in
     /// `/proc/*/fd` with their access mode. Only the processes this user may inspect are
     /// seen, which for a user's daemon are the user's own programs.
     func isOpenForWriting() -> Bool {
-        switch cnimbus_probe_read_lease(rawValue) {
+        switch Sys.probeReadLease(rawValue) {
         case 0: return true
         case 1: return false
         default:
@@ -42,7 +41,7 @@ extension FileDescriptor {
         guard let file = try? FileDescriptor.open(name, [.noFollow, .nonBlocking], relativeTo: self) else { return nil }
         return file.closeAfter {
             guard let status = try? Sys.fstat(file.rawValue), status.st_mode & S_IFMT == S_IFREG else { return nil }
-            switch cnimbus_probe_write_lease(file.rawValue) {
+            switch Sys.probeWriteLease(file.rawValue) {
             case 0: return true
             case 1: return false
             default: return nil

@@ -19,9 +19,8 @@ extension ProcessSupport {
         for pid in entries(of: "/proc") where pid.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) {
             let folder = "/proc/" + String(decoding: pid, as: UTF8.self) + "/fd"
             for fd in entries(of: folder) {
-                var status = stat()
                 // stat follows the magic link to the open file itself.
-                guard stat(folder + "/" + String(decoding: fd, as: UTF8.self), &status) == 0,
+                guard let status = try? Sys.fstatat(AT_FDCWD, SystemPath(bytes: Array(folder.utf8) + [UInt8(ascii: "/")] + fd), 0),
                       status.st_mode & S_IFMT == S_IFREG else { continue }
                 found.insert(FileIdentity(device: UInt64(status.st_dev), inode: UInt64(status.st_ino)))
             }
@@ -37,8 +36,8 @@ extension ProcessSupport {
             let process = "/proc/" + String(decoding: pid, as: UTF8.self)
             for fd in entries(of: process + "/fd") {
                 let number = String(decoding: fd, as: UTF8.self)
-                var status = stat()
-                guard stat(process + "/fd/" + number, &status) == 0, UInt64(status.st_dev) == file.device,
+                guard let status = try? Sys.fstatat(AT_FDCWD, SystemPath(process + "/fd/" + number), 0),
+                      UInt64(status.st_dev) == file.device,
                       UInt64(status.st_ino) == file.inode else { continue }
                 if let flags = openFlags(process + "/fdinfo/" + number), flags & O_ACCMODE != O_RDONLY { return true }
             }
@@ -48,25 +47,26 @@ extension ProcessSupport {
 
     /// The `flags:` line of an fdinfo file (octal); nil when the descriptor is gone.
     private static func openFlags(_ fdinfo: String) -> Int32? {
-        guard let stream = fopen(fdinfo, "r") else { return nil }
-        defer { fclose(stream) }
-        var line = [CChar](repeating: 0, count: 256)
-        while fgets(&line, Int32(line.count), stream) != nil {
-            let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            guard text.hasPrefix("flags:") else { continue }
-            return Int32(text.dropFirst("flags:".count).firstField, radix: 8)
+        guard let file = try? FileDescriptor.open(SystemPath(fdinfo)),
+              let bytes = try? file.closeAfter({ try file.readAll() }) else { return nil }
+        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") where line.hasPrefix("flags:") {
+            return Int32(line.dropFirst("flags:".count).firstField, radix: 8)
         }
         return nil
     }
 
     /// The names in a directory, without `.` and `..`; none when it cannot be read.
     private static func entries(of directory: String) -> [[UInt8]] {
-        guard let stream = opendir(directory) else { return [] }
-        defer { closedir(stream) }
+        guard let fd = try? FileDescriptor.open(SystemPath(directory), .directory) else { return [] }
+        guard let stream = try? Sys.openDirectoryStream(fd.rawValue) else {
+            try? fd.close()
+            return []
+        }
+        defer { try? Sys.closeDirectoryStream(stream) }
         var names: [[UInt8]] = []
-        while let entry = readdir(stream) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix { $0 != 0 }) }
-            if name != [UInt8(ascii: ".")] && name != [UInt8(ascii: "."), UInt8(ascii: ".")] { names.append(name) }
+        // A read error ends the list: what was read so far is all that can be said.
+        while let entry = try? Sys.readDirectoryEntry(stream) {
+            if entry.name != [UInt8(ascii: ".")] && entry.name != [UInt8(ascii: "."), UInt8(ascii: ".")] { names.append(entry.name) }
         }
         return names
     }

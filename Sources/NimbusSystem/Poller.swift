@@ -45,17 +45,11 @@ public struct PollSet {
     }
 
     /// Waits up to `timeoutMilliseconds` (-1: no limit) and returns the ready descriptors.
-    /// An interrupting signal returns an empty list. The C function is `poll`.
+    /// After an interrupting signal the wait restarts with the whole timeout (the daemon
+    /// handles its signals on a dispatch queue, so none lands here in practice, and both loops
+    /// that wait here are woken by their `WakePipe`). The C function is `poll`.
     public mutating func wait(timeoutMilliseconds: Int32) throws -> [(FileDescriptor, PollEvents)] {
-        let count = entries.count
-        let result = entries.withUnsafeMutableBufferPointer { buffer in
-            Glibc.poll(buffer.baseAddress, nfds_t(count), timeoutMilliseconds)
-        }
-        if result == -1 {
-            let error = Errno.current
-            if error == .interrupted { return [] }
-            throw error
-        }
+        let result = try Sys.poll(&entries, timeoutMilliseconds)
         var ready: [(FileDescriptor, PollEvents)] = []
         ready.reserveCapacity(Int(result))
         for index in entries.indices where entries[index].revents != 0 {
@@ -76,21 +70,19 @@ public final class WakePipe: Sendable {
         let (reader, writer) = try Sys.pipe()
         readEnd = FileDescriptor(rawValue: reader)
         writeEnd = FileDescriptor(rawValue: writer)
-        for fd in [reader, writer] {
-            let flags = try retrying { Glibc.fcntl(fd, F_GETFL) }
-            _ = try retrying { Glibc.fcntl(fd, F_SETFL, flags | O_NONBLOCK) }
-        }
+        for fd in [reader, writer] { try Sys.setNonBlocking(fd, true) }
     }
 
     public func wake() {
-        var byte: UInt8 = 1
-        _ = Glibc.write(writeEnd.rawValue, &byte, 1)
+        // EAGAIN means the pipe is full: a wake-up is already pending.
+        _ = try? withUnsafeBytes(of: UInt8(1)) { try Sys.write(writeEnd.rawValue, $0) }
     }
 
     /// Empties the pipe; call when its read end is readable.
     public func drain() {
         var buffer = [UInt8](repeating: 0, count: 256)
-        while buffer.withUnsafeMutableBytes({ Glibc.read(readEnd.rawValue, $0.baseAddress, $0.count) }) > 0 {}
+        // Until EAGAIN: the pipe is empty.
+        while (try? buffer.withUnsafeMutableBytes({ try Sys.read(readEnd.rawValue, $0) })) ?? 0 > 0 {}
     }
 
     deinit {

@@ -8,15 +8,9 @@ import Glibc
 extension ProcessSupport {
     /// Writes all of `text` to stdout or stderr with as few `write(2)` calls as it takes.
     public static func write(_ text: String, toStandardError: Bool) {
-        var bytes = Array(text.utf8)
         let fd = toStandardError ? STDERR_FILENO : STDOUT_FILENO
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeMutableBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
-            if written < 0 && errno == EINTR { continue }
-            guard written > 0 else { return }  // A closed pipe: nothing more can be said.
-            offset += written
-        }
+        // A closed pipe (EPIPE): nothing more can be said, and no one to say it to.
+        try? FileDescriptor(rawValue: fd).writeAll(Array(text.utf8))
     }
 
     /// The local time's offset from UTC now, in seconds (daylight saving included).

@@ -19,7 +19,7 @@ public enum ProcessSupport {
         }
         return try fd.closeAfter {
             let bytes = try fd.readAll()
-            guard bytes.count <= limit else { throw Errno(rawValue: EFBIG).at("read", path) }
+            guard bytes.count <= limit else { throw Errno.fileTooLarge.at("read", path) }
             return bytes
         }
     }

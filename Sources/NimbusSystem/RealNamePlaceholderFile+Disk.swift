@@ -70,7 +70,7 @@ extension DiskFileSystem {
                 marking(current)
                 try attributing("fanotify_mark", path.shown) { try group?.mark(file: file) }
                 do {
-                    if cnimbus_probe_write_lease(file.rawValue) == 0 { throw PunchRefusal.openElsewhere(path) }
+                    if Sys.probeWriteLease(file.rawValue) == 0 { throw PunchRefusal.openElsewhere(path) }
                     let again = try attributing("fstat", path.shown) { try file.metadata() }
                     guard again.isUnchanged(from: expected) else { throw PunchRefusal.changed(path) }
                     try beforePunching()

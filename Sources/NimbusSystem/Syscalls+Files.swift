@@ -108,12 +108,6 @@ extension Sys {
     }
 }
 
-extension Errno {
-    public static let fileTooLarge = Errno(rawValue: EFBIG)
-    public static let resultTooLarge = Errno(rawValue: ERANGE)
-    public static let inappropriateIoctl = Errno(rawValue: ENOTTY)
-}
-
 /// Runs `body`, turning a thrown `Errno` into a `SystemError` that names `operation` and
 /// `path`; other errors pass through unchanged.
 @inline(__always)

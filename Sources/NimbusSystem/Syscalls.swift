@@ -1,22 +1,46 @@
 import CNimbus
 import Glibc
 
-// The seam: every libc call Nimbus makes goes through one function here, which retries EINTR
-// and turns -1/errno into a thrown `Errno`. Nothing else in the project calls libc for I/O.
+// The seam: every libc call Nimbus makes for I/O (files, directories, sockets, datagrams,
+// poll, pipes, inotify, fanotify, xattrs, child processes) goes through one function in the
+// Syscalls*.swift files, which turns -1/errno into a thrown `Errno`, retries EINTR in
+// `retrying` (the one retry loop) and treats EBADF/EFAULT as bugs. The types above (
+// `FileDescriptor`, `UnixStreamSocket`, ...) attach the operation and path (`SystemError`).
+// In debug builds `SyscallFaults` can force EINTR and short transfers here, for tests.
 
+/// Runs one system call until it returns something other than -1 or fails with something
+/// other than `EINTR` (a signal arrived before it could finish: run it again), and throws
+/// that failure. The one place EINTR is retried; `close` and `connect`, which must not be
+/// retried, do not come here.
 @inline(__always)
 func retrying<T: FixedWidthInteger>(_ body: () -> T) throws -> T {
     while true {
+        #if DEBUG
+        if SyscallFaults.interruptsThisAttempt() { continue }
+        #endif
         let result = body()
         if result != -1 { return result }
         let error = Errno.current
-        if error != .interrupted { throw error }
+        if error != .interrupted { throw bugChecked(error) }
     }
 }
 
 @inline(__always)
 func check(_ result: Int32) throws {
-    if result == -1 { throw Errno.current }
+    if result == -1 { throw bugChecked(Errno.current) }
+}
+
+/// EBADF (a descriptor that is not open, or not open for this) and EFAULT (a pointer outside
+/// our memory) never come from the disk, the network or the user: only from a bug in Nimbus,
+/// such as a descriptor used after `close` (which may by then be another file's number).
+/// A debug build, and so every test run, stops right there (`assertionFailure`), where the
+/// bug can be seen. A release daemon does not crash a user's sync for it: the errno is
+/// thrown like any other failure and the caller logs it with the operation and path.
+func bugChecked(_ error: Errno) -> Errno {
+    if error == .badFileDescriptor || error == .badAddress {
+        assertionFailure("\(error) from the kernel: Nimbus passed a closed descriptor or a bad pointer (a bug)")
+    }
+    return error
 }
 
 /// Calls that take a C string: the path is passed as its raw bytes, NUL-terminated, from a
@@ -35,6 +59,17 @@ func withCPath<R>(_ path: SystemPath, _ body: (UnsafePointer<CChar>) throws -> R
 }
 
 enum Sys {
+    /// How many of `wanted` bytes one read or write asks for: all of them, except under a
+    /// test's forced short transfers.
+    @inline(__always)
+    static func transferCount(_ wanted: Int) -> Int {
+        #if DEBUG
+        return SyscallFaults.limitTransfer(wanted)
+        #else
+        return wanted
+        #endif
+    }
+
     static func openat(_ dir: Int32, _ path: SystemPath, _ flags: Int32, _ mode: mode_t) throws -> Int32 {
         try withCPath(path) { p in try retrying { Glibc.openat(dir, p, flags | O_CLOEXEC, mode) } }
     }
@@ -51,25 +86,39 @@ enum Sys {
         try check(Glibc.close(fd))
     }
 
+    // Reads and writes may move fewer bytes than asked (a short transfer): callers loop.
+    // `transferCount` is the buffer's count, or less when a test forces short transfers.
+
     static func read(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer) throws -> Int {
-        try retrying { Glibc.read(fd, buffer.baseAddress, buffer.count) }
+        let count = transferCount(buffer.count)
+        return try retrying { Glibc.read(fd, buffer.baseAddress, count) }
     }
 
     static func pread(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer, _ offset: Int64) throws -> Int {
-        try retrying { Glibc.pread(fd, buffer.baseAddress, buffer.count, off_t(offset)) }
+        let count = transferCount(buffer.count)
+        return try retrying { Glibc.pread(fd, buffer.baseAddress, count, off_t(offset)) }
     }
 
     static func write(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) throws -> Int {
-        try retrying { Glibc.write(fd, buffer.baseAddress, buffer.count) }
+        let count = transferCount(buffer.count)
+        return try retrying { Glibc.write(fd, buffer.baseAddress, count) }
     }
 
     static func pwrite(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, _ offset: Int64) throws -> Int {
-        try retrying { Glibc.pwrite(fd, buffer.baseAddress, buffer.count, off_t(offset)) }
+        let count = transferCount(buffer.count)
+        return try retrying { Glibc.pwrite(fd, buffer.baseAddress, count, off_t(offset)) }
     }
 
     static func fsync(_ fd: Int32) throws { _ = try retrying { Glibc.fsync(fd) } }
     static func fdatasync(_ fd: Int32) throws { _ = try retrying { Glibc.fdatasync(fd) } }
     static func syncfs(_ fd: Int32) throws { _ = try retrying { cnimbus_syncfs(fd) } }
+    /// An advisory lock on the whole open file (`LOCK_EX | LOCK_NB`...). The corresponding C
+    /// function is `flock`.
+    static func lockFile(_ fd: Int32, _ operation: Int32) throws {
+        // Unqualified on purpose: `Glibc.flock` resolves to the `struct flock` of fcntl(2).
+        _ = try retrying { flock(fd, operation) }
+    }
+
     static func ftruncate(_ fd: Int32, _ size: Int64) throws { _ = try retrying { Glibc.ftruncate(fd, off_t(size)) } }
 
     static func lseek(_ fd: Int32, _ offset: Int64, _ whence: Int32) throws -> Int64 {
@@ -143,7 +192,8 @@ enum Sys {
 
     static func copyFileRange(_ input: Int32, _ inOffset: inout Int64, _ output: Int32, _ outOffset: inout Int64,
                               _ count: Int) throws -> Int {
-        try retrying { cnimbus_copy_file_range(input, &inOffset, output, &outOffset, count) }
+        let count = transferCount(count)
+        return try retrying { cnimbus_copy_file_range(input, &inOffset, output, &outOffset, count) }
     }
 
     static func ficlone(_ dest: Int32, _ source: Int32) throws {

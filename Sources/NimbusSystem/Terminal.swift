@@ -8,17 +8,14 @@ public enum Terminal {
 
     /// Whether `descriptor` refers to a terminal. The corresponding C function is `isatty`.
     public static func isTerminal(_ descriptor: Int32) -> Bool {
-        isatty(descriptor) == 1
+        Sys.isTerminal(descriptor)
     }
 
     /// The width of the terminal on `descriptor` in columns, or nil when it is not a terminal
     /// or reports no width (a pseudo-terminal that was never sized says 0). The corresponding
     /// C call is `ioctl(fd, TIOCGWINSZ, &winsize)`.
     public static func columns(of descriptor: Int32) -> Int? {
-        var size = winsize()
-        // Glibc's overlay offers a non-variadic ioctl taking a pointer; no retry: TIOCGWINSZ
-        // does not block, so it cannot be interrupted.
-        guard ioctl(descriptor, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 else { return nil }
+        guard let size = try? Sys.terminalSize(descriptor), size.ws_col > 0 else { return nil }
         return Int(size.ws_col)
     }
 }

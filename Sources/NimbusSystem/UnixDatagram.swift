@@ -7,9 +7,7 @@ public struct UnixDatagramSocket: Sendable {
 
     /// An unbound socket for sending. The corresponding C function is `socket`.
     public init() throws {
-        descriptor = FileDescriptor(rawValue: try retrying {
-            Glibc.socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        })
+        descriptor = FileDescriptor(rawValue: try Sys.unixSocket(SOCK_DGRAM))
     }
 
     /// A socket bound to `path` (a leading "@" means the abstract namespace), for receiving.
@@ -17,7 +15,7 @@ public struct UnixDatagramSocket: Sendable {
         let socket = try UnixDatagramSocket()
         do {
             try withSocketAddress(path) { address, length in
-                _ = try retrying { Glibc.bind(socket.descriptor.rawValue, address, length) }
+                try Sys.bind(socket.descriptor.rawValue, address, length)
             }
         } catch {
             try? socket.descriptor.close()
@@ -29,41 +27,32 @@ public struct UnixDatagramSocket: Sendable {
     /// Sends one datagram to `path` ("@name" for an abstract socket). The C function is `sendto`.
     public func send(_ bytes: [UInt8], to path: String) throws {
         try withSocketAddress(path) { address, length in
-            _ = try bytes.withUnsafeBytes { buffer in
-                // Never wait for the receiver: a status line is not worth stalling sync for.
-                try retrying { Glibc.sendto(descriptor.rawValue, buffer.baseAddress, buffer.count,
-                                            Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT), address, length) }
-            }
+            // Never wait for the receiver: a status line is not worth stalling sync for.
+            try bytes.withUnsafeBytes { try Sys.sendDatagram(descriptor.rawValue, $0, to: address, length) }
         }
     }
 
     /// Waits up to `timeoutMilliseconds` (-1: for ever) for a datagram; nil on timeout.
     public func receive(timeoutMilliseconds: Int32) throws -> [UInt8]? {
-        var poller = [pollfd(fd: descriptor.rawValue, events: Int16(POLLIN), revents: 0)]
-        if try retrying({ Glibc.poll(&poller, 1, timeoutMilliseconds) }) == 0 { return nil }
+        guard try Sys.poll(descriptor.rawValue, Int16(POLLIN), timeoutMilliseconds) else { return nil }
         var buffer = [UInt8](repeating: 0, count: 4096)
-        let count = try buffer.withUnsafeMutableBytes { b in try retrying { Glibc.recv(descriptor.rawValue, b.baseAddress, b.count, 0) } }
+        let count = try buffer.withUnsafeMutableBytes { try Sys.receiveDatagram(descriptor.rawValue, $0) }
         return Array(buffer[..<count])
     }
 
     /// Sends one datagram to `path` carrying a duplicate of `passed` (SCM_RIGHTS), as
     /// systemd's `FDSTORE=1` wants. The C function is `sendmsg`.
     public func send(_ bytes: [UInt8], passing passed: FileDescriptor, to path: String) throws {
-        _ = try bytes.withUnsafeBytes { buffer in
-            try retrying { cnimbus_send_with_descriptor(descriptor.rawValue, buffer.baseAddress, buffer.count, passed.rawValue, path) }
-        }
+        try bytes.withUnsafeBytes { try Sys.sendDatagram(descriptor.rawValue, $0, passing: passed.rawValue, to: path) }
     }
 
     /// Waits up to `timeoutMilliseconds` for a datagram and the descriptor it carried, if any
     /// (close-on-exec, the caller's to close); nil on timeout. The C function is `recvmsg`.
     public func receiveWithDescriptor(timeoutMilliseconds: Int32) throws -> (bytes: [UInt8], descriptor: FileDescriptor?)? {
-        var poller = [pollfd(fd: descriptor.rawValue, events: Int16(POLLIN), revents: 0)]
-        if try retrying({ Glibc.poll(&poller, 1, timeoutMilliseconds) }) == 0 { return nil }
+        guard try Sys.poll(descriptor.rawValue, Int16(POLLIN), timeoutMilliseconds) else { return nil }
         var buffer = [UInt8](repeating: 0, count: 4096)
         var received: Int32 = -1
-        let count = try buffer.withUnsafeMutableBytes { b in
-            try retrying { cnimbus_receive_with_descriptor(descriptor.rawValue, b.baseAddress, b.count, &received) }
-        }
+        let count = try buffer.withUnsafeMutableBytes { try Sys.receiveDatagram(descriptor.rawValue, $0, descriptor: &received) }
         return (Array(buffer[..<count]), received >= 0 ? FileDescriptor(rawValue: received) : nil)
     }
 

@@ -9,8 +9,7 @@ public struct UnixStreamSocket: Sendable {
     public init(descriptor: FileDescriptor) { self.descriptor = descriptor }
 
     private static func makeSocket() throws -> UnixStreamSocket {
-        let fd = try retrying { Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
-        return UnixStreamSocket(descriptor: FileDescriptor(rawValue: fd))
+        UnixStreamSocket(descriptor: FileDescriptor(rawValue: try Sys.unixSocket(SOCK_STREAM)))
     }
 
     /// Connects to the socket at `path`; the result is blocking. The C function is `connect`.
@@ -20,10 +19,11 @@ public struct UnixStreamSocket: Sendable {
             try withSocketAddress(path) { address, length in
                 // connect(2) interrupted by a signal keeps connecting in the background: wait
                 // for it with poll instead of calling connect again (which says EALREADY).
-                if Glibc.connect(socket.descriptor.rawValue, address, length) == 0 { return }
-                let error = Errno.current
-                guard error == .interrupted else { throw error }
-                try socket.waitUntilConnected()
+                do {
+                    try Sys.connect(socket.descriptor.rawValue, address, length)
+                } catch let error as Errno where error == .interrupted {
+                    try socket.waitUntilConnected()
+                }
             }
         } catch {
             socket.close()
@@ -40,7 +40,7 @@ public struct UnixStreamSocket: Sendable {
         do {
             try socket.setNonBlocking(true)
             try withSocketAddress(path) { address, length in
-                _ = try retrying { Glibc.connect(socket.descriptor.rawValue, address, length) }
+                try Sys.connect(socket.descriptor.rawValue, address, length)
             }
         } catch {
             socket.close()
@@ -52,16 +52,12 @@ public struct UnixStreamSocket: Sendable {
     /// Waits up to `timeoutMilliseconds` until the socket is ready for `events` (or hung up);
     /// false when the time ran out. The C function is `poll`.
     public func wait(for events: PollEvents, timeoutMilliseconds: Int32) throws -> Bool {
-        var entry = [pollfd(fd: descriptor.rawValue, events: events.rawValue, revents: 0)]
-        return try retrying { Glibc.poll(&entry, 1, max(0, timeoutMilliseconds)) } > 0
+        try Sys.poll(descriptor.rawValue, events.rawValue, max(0, timeoutMilliseconds))
     }
 
     private func waitUntilConnected() throws {
-        var entry = [pollfd(fd: descriptor.rawValue, events: Int16(POLLOUT), revents: 0)]
-        _ = try retrying { Glibc.poll(&entry, 1, -1) }
-        var problem: Int32 = 0
-        var length = socklen_t(MemoryLayout<Int32>.size)
-        _ = try retrying { Glibc.getsockopt(descriptor.rawValue, SOL_SOCKET, SO_ERROR, &problem, &length) }
+        _ = try Sys.poll(descriptor.rawValue, Int16(POLLOUT), -1)
+        let problem = try Sys.connectionResult(descriptor.rawValue)
         if problem != 0 { throw Errno(rawValue: problem) }
     }
 
@@ -73,14 +69,14 @@ public struct UnixStreamSocket: Sendable {
         do {
             do {
                 try socket.bind(path)
-            } catch let error as Errno where error == Errno(rawValue: EADDRINUSE) {
+            } catch let error as Errno where error == .addressInUse {
                 try removeStaleSocket(at: path)
                 try socket.bind(path)
             }
             // bind(2) applied the umask; the directory (0700) already keeps others out, and
             // this makes the socket itself 0600 as DESIGN §7 asks.
-            _ = try withCPath(SystemPath(path)) { p in try retrying { Glibc.chmod(p, 0o600) } }
-            _ = try retrying { Glibc.listen(socket.descriptor.rawValue, backlog) }
+            try Sys.chmod(SystemPath(path), 0o600)
+            try Sys.listen(socket.descriptor.rawValue, backlog)
             try socket.setNonBlocking(true)
         } catch {
             socket.close()
@@ -91,7 +87,7 @@ public struct UnixStreamSocket: Sendable {
 
     private func bind(_ path: String) throws {
         try withSocketAddress(path) { address, length in
-            _ = try retrying { Glibc.bind(descriptor.rawValue, address, length) }
+            try Sys.bind(descriptor.rawValue, address, length)
         }
     }
 
@@ -102,45 +98,29 @@ public struct UnixStreamSocket: Sendable {
         guard metadata.st_mode & S_IFMT == S_IFSOCK else { throw Errno.fileExists }
         if let live = try? connect(to: path) {
             live.close()
-            throw Errno(rawValue: EADDRINUSE)
+            throw Errno.addressInUse
         }
         try Sys.unlinkat(AT_FDCWD, SystemPath(path), 0)
     }
 
     /// The next pending connection, non-blocking and close-on-exec; nil when none is
-    /// waiting. The C function is `accept`.
+    /// waiting. The C function is `accept4`.
     public func accept() throws -> UnixStreamSocket? {
-        let fd: Int32
         do {
-            fd = try retrying { Glibc.accept(descriptor.rawValue, nil, nil) }
-        } catch let error as Errno where error == .wouldBlock || error == Errno(rawValue: ECONNABORTED) {
+            return UnixStreamSocket(descriptor: FileDescriptor(rawValue: try Sys.accept(descriptor.rawValue)))
+        } catch let error as Errno where error == .wouldBlock || error == .connectionAborted {
             return nil
         }
-        // accept4 is not visible to Swift; the daemon does not fork, so setting the flag
-        // right after accept leaves no window where a child could inherit the descriptor.
-        let accepted = UnixStreamSocket(descriptor: FileDescriptor(rawValue: fd))
-        do {
-            _ = try retrying { Glibc.fcntl(fd, F_SETFD, FD_CLOEXEC) }
-            try accepted.setNonBlocking(true)
-        } catch {
-            accepted.close()
-            throw error
-        }
-        return accepted
     }
 
     /// The process at the other end, as the kernel recorded it when it connected.
     /// The C option is `SO_PEERCRED`.
     public func peerCredentials() throws -> (pid: Int32, uid: UInt32, gid: UInt32) {
-        var pid: Int32 = 0, uid: UInt32 = 0, gid: UInt32 = 0
-        _ = try retrying { cnimbus_peercred(descriptor.rawValue, &pid, &uid, &gid) }
-        return (pid, uid, gid)
+        try Sys.peerCredentials(descriptor.rawValue)
     }
 
     public func setNonBlocking(_ on: Bool) throws {
-        let flags = try retrying { Glibc.fcntl(descriptor.rawValue, F_GETFL) }
-        let wanted = on ? flags | O_NONBLOCK : flags & ~O_NONBLOCK
-        if wanted != flags { _ = try retrying { Glibc.fcntl(descriptor.rawValue, F_SETFL, wanted) } }
+        try Sys.setNonBlocking(descriptor.rawValue, on)
     }
 
     /// Sends what the socket takes now (all of it on a blocking socket, unless interrupted
@@ -148,7 +128,7 @@ public struct UnixStreamSocket: Sendable {
     /// The C function is `send` with `MSG_NOSIGNAL`.
     public func send(_ bytes: UnsafeRawBufferPointer) throws -> Int {
         if bytes.isEmpty { return 0 }
-        return try retrying { Glibc.send(descriptor.rawValue, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL)) }
+        return try Sys.send(descriptor.rawValue, bytes)
     }
 
     /// Sends every byte, looping over partial sends (for blocking sockets).
@@ -164,13 +144,13 @@ public struct UnixStreamSocket: Sendable {
     /// Reads what is there: 0 means the peer closed its end; throws `Errno.wouldBlock` on a
     /// non-blocking socket with nothing to read. The C function is `recv`.
     public func receive(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
-        try retrying { Glibc.recv(descriptor.rawValue, buffer.baseAddress, buffer.count, 0) }
+        try Sys.receive(descriptor.rawValue, buffer)
     }
 
     /// Stops sending (the peer reads end of file) but keeps receiving. The C function is
     /// `shutdown`.
     public func shutdownWriting() throws {
-        _ = try retrying { Glibc.shutdown(descriptor.rawValue, Int32(SHUT_WR)) }
+        try Sys.shutdownWriting(descriptor.rawValue)
     }
 
     public func close() { try? descriptor.close() }

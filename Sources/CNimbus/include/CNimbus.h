@@ -67,6 +67,9 @@ int cnimbus_probe_write_lease(int fd);
 /// pipe2(fds, O_CLOEXEC).
 int cnimbus_pipe_cloexec(int fds[2]);
 
+/// accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK): Swift's Glibc module lacks accept4.
+int cnimbus_accept_cloexec_nonblock(int fd);
+
 /* ---- fanotify pre-content events (Linux 6.14) and capabilities ----
  * Debian 12's headers predate the pre-content hooks: the values below are those of the
  * kernel's include/uapi/linux/fanotify.h (6.14 to 6.18), defined only where the system
