@@ -10,13 +10,16 @@ import Synchronization
 /// The socket stays blocking: requests are small and the daemon reads them promptly, and a
 /// thread blocked in `recv` costs nothing. Closing shuts down the writing side; the daemon
 /// then closes its end, the reader sees end of file and closes the descriptor. Only the
-/// reader closes it, so the number cannot be reused while the thread still reads from it.
+/// reader closes it, so the number cannot be reused while the thread still reads from it;
+/// it does so holding `sending`, and nothing writes or shuts down after that: the number
+/// may by then be another connection's (the seam's EBADF check found `close` doing so).
 final class Transport: Sendable {
     let socket: UnixStreamSocket
     let socketPath: String
     private let state = Mutex(State())
-    /// Serialises writers so that two requests never interleave on the wire.
-    private let writer = Mutex(())
+    /// Serialises writers so that two requests never interleave on the wire; true once the
+    /// reader has closed the descriptor.
+    private let sending = Mutex(false)
 
     struct State {
         var nextID: Int64 = 0
@@ -62,7 +65,10 @@ final class Transport: Sendable {
                 }
                 if let refusal { return continuation.resume(throwing: refusal) }
                 do {
-                    try writer.withLock { _ in try socket.sendAll(line) }
+                    try sending.withLock { closed in
+                        guard !closed else { throw NimbusClientError.connectionClosed(socketPath: socketPath) }
+                        try socket.sendAll(line)
+                    }
                 } catch {
                     // The daemon went away; the reader will see it too, but do not wait for it.
                     fail(id, with: NimbusClientError.connectionClosed(socketPath: socketPath))
@@ -101,7 +107,9 @@ final class Transport: Sendable {
     /// Ends the conversation: no more requests; the reader finishes when the daemon closes.
     func close() {
         finish(.connectionClosed(socketPath: socketPath))
-        try? socket.shutdownWriting()
+        sending.withLock { closed in
+            if !closed { try? socket.shutdownWriting() }
+        }
     }
 
     // MARK: Reading
@@ -129,7 +137,10 @@ final class Transport: Sendable {
             }
         }
         finish(ending)
-        socket.close()
+        sending.withLock { closed in
+            closed = true
+            socket.close()
+        }
     }
 
     /// Routes one line. Returns the error to end the connection with when the daemon sent an

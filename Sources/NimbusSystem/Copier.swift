@@ -182,6 +182,19 @@ struct TemporaryFile {
         remove(beneath: root)
     }
 
+    /// Closes the file, and unlinks it when that fails (NFS reports some write errors, ENOSPC
+    /// and EDQUOT, only here). Closes once whatever happens: a descriptor is released even by
+    /// a failed close, and closing its number again could close a file another thread has
+    /// just been given.
+    func closeOrRemove(beneath root: FileDescriptor) throws {
+        do {
+            try attributing("close", path.shown) { try descriptor.close() }
+        } catch {
+            remove(beneath: root)
+            throw error
+        }
+    }
+
     /// Unlinks the (closed) file, ignoring errors for the same reason.
     func remove(beneath root: FileDescriptor) {
         try? root.withParent(of: path) { directory, name in try directory.removeFile(name) }

@@ -5,8 +5,9 @@ extension DiskFileSystem {
                             attributes: [(String, [UInt8])], durable: Bool) throws -> PreparedCopy {
         try withRoot { root in
             let temporary = try TemporaryFile.create(beneath: root, temporaryPlacement(near: path))
+            let metadata: FileMetadata
             do {
-                let metadata = try attributing("write", temporary.path.shown) { () throws -> FileMetadata in
+                metadata = try attributing("write", temporary.path.shown) { () throws -> FileMetadata in
                     try temporary.descriptor.writeAll(contents)
                     for (name, value) in attributes {
                         try value.withUnsafeBytes { try Sys.fsetxattr(temporary.descriptor.rawValue, name, $0) }
@@ -16,12 +17,12 @@ extension DiskFileSystem {
                     if durable { try temporary.descriptor.sync() }
                     return try temporary.descriptor.metadata()
                 }
-                try attributing("close", temporary.path.shown) { try temporary.descriptor.close() }
-                return PreparedCopy(temporary: temporary.path, source: metadata, bytesCopied: Int64(contents.count))
             } catch {
                 temporary.abandon(beneath: root)
                 throw error
             }
+            try temporary.closeOrRemove(beneath: root)
+            return PreparedCopy(temporary: temporary.path, source: metadata, bytesCopied: Int64(contents.count))
         }
     }
 }

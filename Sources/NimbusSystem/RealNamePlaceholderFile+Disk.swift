@@ -16,8 +16,9 @@ extension DiskFileSystem {
                                            durable: Bool, registered: (FileMetadata) -> Void) throws -> PreparedCopy {
         try withRoot { root in
             let temporary = try TemporaryFile.create(beneath: root, temporaryPlacement(near: path))
+            let metadata: FileMetadata
             do {
-                let metadata = try attributing("create", temporary.path.shown) { () throws -> FileMetadata in
+                metadata = try attributing("create", temporary.path.shown) { () throws -> FileMetadata in
                     let file = temporary.descriptor
                     try file.resize(to: shape.size)
                     for attribute in attributes {
@@ -33,16 +34,17 @@ extension DiskFileSystem {
                     if durable { try file.sync() }
                     return try file.metadata()
                 }
-                try attributing("close", temporary.path.shown) { try temporary.descriptor.close() }
-                return PreparedCopy(temporary: temporary.path, source: metadata, bytesCopied: 0)
             } catch {
                 temporary.abandon(beneath: root)
                 throw error
             }
+            try temporary.closeOrRemove(beneath: root)
+            return PreparedCopy(temporary: temporary.path, source: metadata, bytesCopied: 0)
         }
     }
 
-    /// Why an in-place eviction did not happen.
+    /// Why an in-place eviction did not happen: decisions about the file, not syscall failures
+    /// (those are `SystemError`s), so the caller can try again later instead of reporting.
     public enum PunchRefusal: Error, Hashable, Sendable {
         /// The file is not what the plan expected any more.
         case changed(RelativePath)

@@ -29,8 +29,9 @@ public enum RealNamePlaceholderFile {
         let temporary = try attributing("create", path.parent.shown) {
             try TemporaryFile.create(beneath: root, in: path.parent)
         }
+        let metadata: FileMetadata
         do {
-            let metadata = try attributing("create", temporary.path.shown) {
+            metadata = try attributing("create", temporary.path.shown) {
                 let file = temporary.descriptor
                 try file.resize(to: shape.size)
                 for attribute in attributes {
@@ -45,7 +46,14 @@ public enum RealNamePlaceholderFile {
                 if durable { try file.sync() }
                 return try file.metadata()
             }
-            try attributing("close", temporary.path.shown) { try temporary.descriptor.close() }
+        } catch {
+            temporary.abandon(beneath: root)
+            throw error
+        }
+        // Closed once, here: closing again on a failed rename (EEXIST: the name is taken)
+        // could close a descriptor another thread has just been given.
+        try temporary.closeOrRemove(beneath: root)
+        do {
             try attributing("rename", path.shown) {
                 try root.withParent(of: temporary.path) { directory, name in
                     try directory.renameNoReplace(name, to: SystemPath(bytes: path.name), in: directory)
@@ -54,7 +62,7 @@ public enum RealNamePlaceholderFile {
             }
             return metadata
         } catch {
-            temporary.abandon(beneath: root)
+            temporary.remove(beneath: root)
             throw error
         }
     }
