@@ -4,7 +4,9 @@ import NimbusProtocol
 
 /// Everything that can go wrong when talking to the daemon. Like the daemon's own errors,
 /// each says what failed (`message`), why (`reason`) and what to do (`suggestion`); the
-/// `LocalizedError` properties carry the same three for apps that show them.
+/// `LocalizedError` properties carry the same three for apps that show them. Not a
+/// `SystemError`: a failed connect is one of its causes (its errno in `cause`), but what the
+/// user needs is the daemon's state and what to do, which an errno cannot say.
 public enum NimbusClientError: Error, Sendable, Equatable {
     /// Nothing listens on the socket (it does not exist, or nobody accepts on it).
     case notRunning(socketPath: String, endpoint: NimbusEndpoint, cause: String)

@@ -57,16 +57,18 @@ public final class NimbusConnection: Sendable {
         for path in paths {
             do {
                 return Transport(socket: try UnixStreamSocket.connect(to: path), socketPath: path)
-            } catch let error as Errno where error == .noSuchFile || error == .connectionRefused || firstFailure != nil {
+            } catch let error as SystemError where error.errno == .noSuchFile || error.errno == .connectionRefused
+                                                   || firstFailure != nil {
                 // Nothing there: try the next place, but report the first (the user's own).
                 // The system service's socket is only a fallback: that it cannot be used
                 // (it belongs to another user) says nothing about the user's own daemon.
-                firstFailure = firstFailure ?? .notRunning(socketPath: path, endpoint: endpoint, cause: error.description)
-            } catch let error as Errno where error == .nameTooLong {
+                firstFailure = firstFailure ?? .notRunning(socketPath: path, endpoint: endpoint, cause: error.errno.description)
+            } catch let error as SystemError where error.errno == .nameTooLong {
                 throw NimbusClientError.invalidArgument("the socket path \(path)",
                                                         reason: "it is longer than the 107 bytes a Unix socket address holds")
             } catch {
-                throw NimbusClientError.unreachable(socketPath: path, cause: "\(error)")
+                // The path is in the message already: the cause is the errno's own words.
+                throw NimbusClientError.unreachable(socketPath: path, cause: Errno(of: error).map { "\($0)" } ?? "\(error)")
             }
         }
         throw firstFailure ?? NimbusClientError.notRunning(socketPath: paths.first ?? "", endpoint: endpoint, cause: "no socket")

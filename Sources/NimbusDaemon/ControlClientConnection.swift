@@ -62,7 +62,7 @@ final class ControlClientConnection {
                 sent = try chunk.withUnsafeBytes { buffer in
                     try socket.send(UnsafeRawBufferPointer(rebasing: buffer[headOffset...]))
                 }
-            } catch let error as Errno where error == .wouldBlock {
+            } catch where Errno(of: error) == .wouldBlock {
                 return .blocked
             } catch {
                 return .failed(error)

@@ -13,7 +13,7 @@ extension ControlServer {
             do {
                 guard let accepted = try listener.accept() else { return }
                 socket = accepted
-            } catch let error as Errno where error == .tooManyOpenFiles || error == .tooManyOpenFilesInSystem {
+            } catch where Errno(of: error) == .tooManyOpenFiles || Errno(of: error) == .tooManyOpenFilesInSystem {
                 // Out of descriptors: stop accepting for a moment rather than spin on poll.
                 log.warning("control socket: cannot accept more connections (\(error)); trying again shortly")
                 pollSet.remove(listener.descriptor)
@@ -92,7 +92,7 @@ extension ControlServer {
             let count: Int
             do {
                 count = try readBuffer.withUnsafeMutableBytes { try client.socket.receive(into: $0) }
-            } catch let error as Errno where error == .wouldBlock {
+            } catch where Errno(of: error) == .wouldBlock {
                 return
             } catch {
                 return close(client, reason: "reading failed: \(error)")
@@ -121,7 +121,7 @@ extension ControlServer {
 
     func flush(_ client: ControlClientConnection) {
         if case .failed(let error) = client.flush() {
-            close(client, reason: (error as? Errno) == .brokenPipe ? nil : "sending failed: \(error)")
+            close(client, reason: Errno(of: error) == .brokenPipe ? nil : "sending failed: \(error)")
         }
     }
 

@@ -50,7 +50,7 @@ extension ControlServer {
         if let refused = error as? ControlSocketDirectory.Refused {
             return "cannot open the control socket: \(refused)"
         }
-        switch error as? Errno {
+        switch Errno(of: error) {
         case Errno.addressInUse?:
             return "cannot open the control socket \(socketPath): another nimbusd is already listening there; stop it first, or start this one with another --instance or --socket"
         case Errno.fileExists?:

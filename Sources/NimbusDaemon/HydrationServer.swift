@@ -418,7 +418,7 @@ public final class HydrationServer: Sendable {
 
     /// The errno a reader gets when the fill failed: the disk's own for a full disk, EIO else.
     static func errno(for error: any Error) -> Errno {
-        let found = (error as? SystemError)?.errno ?? (error as? Errno)
+        let found = Errno(of: error)
         if let found, found.isOutOfSpace { return found }
         return .ioError
     }

@@ -1,5 +1,6 @@
 import NimbusSystem
 
+/// The journal's own states. Syscall failures of its files are `SystemError`s naming the file.
 public enum JournalError: Error, Equatable, Sendable, CustomStringConvertible {
     /// Another open journal (another daemon, or another `Journal` in this process) holds the
     /// directory's lock.

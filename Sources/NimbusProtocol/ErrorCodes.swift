@@ -1,6 +1,7 @@
 /// An error as it travels in a response: the JSON-RPC `code` and `message`, plus `data`
 /// with a stable machine-readable `name`, the `reason` and a `suggestion` of what to do.
-/// Every error the daemon sends carries all of them.
+/// Every error the daemon sends carries all of them. A wire format, not a syscall failure: a
+/// `SystemError` in the daemon is turned into one of these with its path and operation in words.
 public struct RPCError: Error, Codable, Sendable, Equatable, CustomStringConvertible {
     public var code: Int
     public var message: String

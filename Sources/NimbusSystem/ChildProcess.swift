@@ -3,7 +3,7 @@ import Glibc
 
 /// Programs nimbusctl starts (`lock -- COMMAND`, `xdg-open`), without Foundation's `Process`:
 /// a command-line tool that loads all of Foundation spends about 4 ms more starting than one
-/// that needs only FoundationEssentials.
+/// that needs only FoundationEssentials. Failures are `SystemError`s naming the program or pid.
 public enum ChildProcess {
     /// Starts `executable` with `arguments`, this process's stdin, stdout and stderr (and no
     /// other descriptor: a connection to the daemon must end with this process), default
@@ -28,14 +28,15 @@ public enum ChildProcess {
             }
             return cnimbus_spawnp_passing(&pid, executable, argvBuffer.baseAddress!, environ, passed?.rawValue ?? -1)
         }
-        guard result == 0 else { throw Errno(rawValue: result) }
+        // posix_spawn returns the error number instead of setting errno.
+        guard result == 0 else { throw Errno(rawValue: result).at("start", executable) }
         return pid
     }
 
     /// Waits for the child `pid` to end and returns its status as a shell gives it: its
     /// exit code, or 128 + N when signal N ended it. The corresponding C function is `waitpid`.
     public static func wait(_ pid: Int32) throws -> Int32 {
-        let status = try Sys.waitForChild(pid)
+        let status = try attributing("wait for", "process \(pid)") { try Sys.waitForChild(pid) }
         let signal = status & 0x7f
         return signal == 0 ? (status >> 8) & 0xff : 128 + signal
     }

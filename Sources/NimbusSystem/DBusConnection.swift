@@ -33,7 +33,7 @@ public final class DBusConnection {
         do {
             socket = try UnixStreamSocket.connectNonBlocking(to: socketPath)
         } catch {
-            throw DBusError.noBus("cannot connect to \(socketPath): \(error)")
+            throw DBusError.noBus("cannot connect to \(socketPath): \(Errno(of: error).map { "\($0)" } ?? "\(error)")")
         }
         let connection = DBusConnection(socket: socket, timeoutMilliseconds: timeoutMilliseconds)
         do {
@@ -124,11 +124,11 @@ public final class DBusConnection {
         while offset < bytes.count {
             do {
                 offset += try bytes[offset...].withUnsafeBytes { try socket.send($0) }
-            } catch let error as Errno where error == .wouldBlock {
+            } catch where Errno(of: error) == .wouldBlock {
                 guard try socket.wait(for: .writable, timeoutMilliseconds: remaining(deadline)) else {
                     throw DBusError.timedOut("sending \(bytes.count) bytes")
                 }
-            } catch let error as Errno where error == .brokenPipe || error == .connectionReset {
+            } catch where Errno(of: error) == .brokenPipe || Errno(of: error) == .connectionReset {
                 throw DBusError.closed
             }
         }
@@ -144,10 +144,10 @@ public final class DBusConnection {
                 guard count > 0 else { throw DBusError.closed }
                 buffer += chunk[..<count]
                 return true
-            } catch let error as Errno where error == .wouldBlock {
+            } catch where Errno(of: error) == .wouldBlock {
                 let wait = remaining(deadline)
                 guard wait > 0, try socket.wait(for: .readable, timeoutMilliseconds: wait) else { return false }
-            } catch let error as Errno where error == .connectionReset {
+            } catch where Errno(of: error) == .connectionReset {
                 throw DBusError.closed
             }
         }

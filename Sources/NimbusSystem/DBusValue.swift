@@ -174,6 +174,8 @@ public indirect enum DBusValue: Equatable, Sendable {
 }
 
 /// What can go wrong talking D-Bus. The descriptions are plain English for the daemon's log.
+/// A protocol error, not a syscall failure (those are `SystemError`s of the socket, turned into
+/// `closed` or `noBus` where the bus simply is not there): the bus's answers are its subject.
 public enum DBusError: Error, Equatable, Sendable, CustomStringConvertible {
     /// No session bus to talk to (no address, or none this client can use).
     case noBus(String)

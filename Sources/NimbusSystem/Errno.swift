@@ -136,3 +136,16 @@ extension Errno {
         SystemError(self, operation, path.description)
     }
 }
+
+extension Errno {
+    /// The errno behind `error`, whether it was thrown bare (by `FileDescriptor`, which knows
+    /// no path) or as a `SystemError`; nil for any other error. Lets a caller match on the
+    /// cause (`Errno(of: error) == .wouldBlock`) whichever shape a layer throws.
+    public init?(of error: any Error) {
+        switch error {
+        case let error as Errno: self = error
+        case let error as SystemError: self = error.errno
+        default: return nil
+        }
+    }
+}

@@ -2,20 +2,26 @@ import CNimbus
 import Glibc
 
 /// A Unix datagram socket: the transport of systemd's notification protocol (sd_notify).
+/// Every failure is a `SystemError` naming the operation and the socket path concerned.
 public struct UnixDatagramSocket: Sendable {
     public let descriptor: FileDescriptor
+    /// Where the socket is bound (what errors of `receive` name); nil for a sending socket.
+    public private(set) var boundPath: String?
 
     /// An unbound socket for sending. The corresponding C function is `socket`.
     public init() throws {
-        descriptor = FileDescriptor(rawValue: try Sys.unixSocket(SOCK_DGRAM))
+        descriptor = FileDescriptor(rawValue: try attributing("socket", "(datagram)") { try Sys.unixSocket(SOCK_DGRAM) })
     }
+
+    private var shownPath: String { boundPath ?? "(unbound datagram socket)" }
 
     /// A socket bound to `path` (a leading "@" means the abstract namespace), for receiving.
     public static func bound(to path: String) throws -> UnixDatagramSocket {
-        let socket = try UnixDatagramSocket()
+        var socket = try UnixDatagramSocket()
+        socket.boundPath = path
         do {
-            try withSocketAddress(path) { address, length in
-                try Sys.bind(socket.descriptor.rawValue, address, length)
+            try attributing("bind", path) {
+                try withSocketAddress(path) { address, length in try Sys.bind(socket.descriptor.rawValue, address, length) }
             }
         } catch {
             try? socket.descriptor.close()
@@ -26,33 +32,45 @@ public struct UnixDatagramSocket: Sendable {
 
     /// Sends one datagram to `path` ("@name" for an abstract socket). The C function is `sendto`.
     public func send(_ bytes: [UInt8], to path: String) throws {
-        try withSocketAddress(path) { address, length in
-            // Never wait for the receiver: a status line is not worth stalling sync for.
-            try bytes.withUnsafeBytes { try Sys.sendDatagram(descriptor.rawValue, $0, to: address, length) }
+        try attributing("send", path) {
+            try withSocketAddress(path) { address, length in
+                // Never wait for the receiver: a status line is not worth stalling sync for.
+                try bytes.withUnsafeBytes { try Sys.sendDatagram(descriptor.rawValue, $0, to: address, length) }
+            }
         }
     }
 
     /// Waits up to `timeoutMilliseconds` (-1: for ever) for a datagram; nil on timeout.
     public func receive(timeoutMilliseconds: Int32) throws -> [UInt8]? {
-        guard try Sys.poll(descriptor.rawValue, Int16(POLLIN), timeoutMilliseconds) else { return nil }
+        guard try attributing("poll", shownPath, { try Sys.poll(descriptor.rawValue, Int16(POLLIN), timeoutMilliseconds) }) else {
+            return nil
+        }
         var buffer = [UInt8](repeating: 0, count: 4096)
-        let count = try buffer.withUnsafeMutableBytes { try Sys.receiveDatagram(descriptor.rawValue, $0) }
+        let count = try attributing("receive", shownPath) {
+            try buffer.withUnsafeMutableBytes { try Sys.receiveDatagram(descriptor.rawValue, $0) }
+        }
         return Array(buffer[..<count])
     }
 
     /// Sends one datagram to `path` carrying a duplicate of `passed` (SCM_RIGHTS), as
     /// systemd's `FDSTORE=1` wants. The C function is `sendmsg`.
     public func send(_ bytes: [UInt8], passing passed: FileDescriptor, to path: String) throws {
-        try bytes.withUnsafeBytes { try Sys.sendDatagram(descriptor.rawValue, $0, passing: passed.rawValue, to: path) }
+        try attributing("send", path) {
+            try bytes.withUnsafeBytes { try Sys.sendDatagram(descriptor.rawValue, $0, passing: passed.rawValue, to: path) }
+        }
     }
 
     /// Waits up to `timeoutMilliseconds` for a datagram and the descriptor it carried, if any
     /// (close-on-exec, the caller's to close); nil on timeout. The C function is `recvmsg`.
     public func receiveWithDescriptor(timeoutMilliseconds: Int32) throws -> (bytes: [UInt8], descriptor: FileDescriptor?)? {
-        guard try Sys.poll(descriptor.rawValue, Int16(POLLIN), timeoutMilliseconds) else { return nil }
+        guard try attributing("poll", shownPath, { try Sys.poll(descriptor.rawValue, Int16(POLLIN), timeoutMilliseconds) }) else {
+            return nil
+        }
         var buffer = [UInt8](repeating: 0, count: 4096)
         var received: Int32 = -1
-        let count = try buffer.withUnsafeMutableBytes { try Sys.receiveDatagram(descriptor.rawValue, $0, descriptor: &received) }
+        let count = try attributing("receive", shownPath) {
+            try buffer.withUnsafeMutableBytes { try Sys.receiveDatagram(descriptor.rawValue, $0, descriptor: &received) }
+        }
         return (Array(buffer[..<count]), received >= 0 ? FileDescriptor(rawValue: received) : nil)
     }
 

@@ -3,26 +3,36 @@ import Glibc
 
 /// A Unix stream socket: the transport of the control protocol (DESIGN §7). Always
 /// close-on-exec; sends never raise SIGPIPE (a vanished peer is an `EPIPE` error instead).
+/// Every failure is a `SystemError` naming the operation and the socket's path (for an
+/// accepted connection, the listener's); `Errno(of:)` gives its errno to match on.
 public struct UnixStreamSocket: Sendable {
     public let descriptor: FileDescriptor
+    /// The socket file this socket was connected to, listens on or was accepted from.
+    public let path: String
 
-    public init(descriptor: FileDescriptor) { self.descriptor = descriptor }
+    public init(descriptor: FileDescriptor, path: String) {
+        self.descriptor = descriptor
+        self.path = path
+    }
 
-    private static func makeSocket() throws -> UnixStreamSocket {
-        UnixStreamSocket(descriptor: FileDescriptor(rawValue: try Sys.unixSocket(SOCK_STREAM)))
+    private static func makeSocket(for path: String) throws -> UnixStreamSocket {
+        UnixStreamSocket(descriptor: FileDescriptor(rawValue: try attributing("socket", path) { try Sys.unixSocket(SOCK_STREAM) }),
+                         path: path)
     }
 
     /// Connects to the socket at `path`; the result is blocking. The C function is `connect`.
     public static func connect(to path: String) throws -> UnixStreamSocket {
-        let socket = try makeSocket()
+        let socket = try makeSocket(for: path)
         do {
-            try withSocketAddress(path) { address, length in
+            try attributing("connect", path) {
+                try withSocketAddress(path) { address, length in
                 // connect(2) interrupted by a signal keeps connecting in the background: wait
                 // for it with poll instead of calling connect again (which says EALREADY).
-                do {
-                    try Sys.connect(socket.descriptor.rawValue, address, length)
-                } catch let error as Errno where error == .interrupted {
-                    try socket.waitUntilConnected()
+                    do {
+                        try Sys.connect(socket.descriptor.rawValue, address, length)
+                    } catch let error as Errno where error == .interrupted {
+                        try socket.waitUntilConnected()
+                    }
                 }
             }
         } catch {
@@ -36,11 +46,11 @@ public struct UnixStreamSocket: Sendable {
     /// backlog is full fails at once (`EAGAIN`) instead of stalling the caller, which is what
     /// a client of an optional service (the desktop's session bus) wants.
     public static func connectNonBlocking(to path: String) throws -> UnixStreamSocket {
-        let socket = try makeSocket()
+        let socket = try makeSocket(for: path)
         do {
             try socket.setNonBlocking(true)
-            try withSocketAddress(path) { address, length in
-                try Sys.connect(socket.descriptor.rawValue, address, length)
+            try attributing("connect", path) {
+                try withSocketAddress(path) { address, length in try Sys.connect(socket.descriptor.rawValue, address, length) }
             }
         } catch {
             socket.close()
@@ -52,7 +62,7 @@ public struct UnixStreamSocket: Sendable {
     /// Waits up to `timeoutMilliseconds` until the socket is ready for `events` (or hung up);
     /// false when the time ran out. The C function is `poll`.
     public func wait(for events: PollEvents, timeoutMilliseconds: Int32) throws -> Bool {
-        try Sys.poll(descriptor.rawValue, events.rawValue, max(0, timeoutMilliseconds))
+        try attributing("poll", path) { try Sys.poll(descriptor.rawValue, events.rawValue, max(0, timeoutMilliseconds)) }
     }
 
     private func waitUntilConnected() throws {
@@ -65,27 +75,28 @@ public struct UnixStreamSocket: Sendable {
     /// replaced only when nothing answers on it (a daemon that crashed); if another process
     /// is listening, this throws `EADDRINUSE`. The C functions are `bind` and `listen`.
     public static func listen(at path: String, backlog: Int32 = 128) throws -> UnixStreamSocket {
-        let socket = try makeSocket()
+        let socket = try makeSocket(for: path)
         do {
             do {
-                try socket.bind(path)
+                try socket.bind()
             } catch let error as Errno where error == .addressInUse {
                 try removeStaleSocket(at: path)
-                try socket.bind(path)
+                try socket.bind()
             }
             // bind(2) applied the umask; the directory (0700) already keeps others out, and
             // this makes the socket itself 0600 as DESIGN §7 asks.
-            try Sys.chmod(SystemPath(path), 0o600)
-            try Sys.listen(socket.descriptor.rawValue, backlog)
+            try attributing("chmod", path) { try Sys.chmod(SystemPath(path), 0o600) }
+            try attributing("listen", path) { try Sys.listen(socket.descriptor.rawValue, backlog) }
             try socket.setNonBlocking(true)
         } catch {
             socket.close()
-            throw error
+            throw (error as? Errno).map { $0.at("bind", path) } ?? error
         }
         return socket
     }
 
-    private func bind(_ path: String) throws {
+    /// Throws a bare `Errno`, for `listen` to tell `EADDRINUSE` apart.
+    private func bind() throws {
         try withSocketAddress(path) { address, length in
             try Sys.bind(descriptor.rawValue, address, length)
         }
@@ -107,28 +118,30 @@ public struct UnixStreamSocket: Sendable {
     /// waiting. The C function is `accept4`.
     public func accept() throws -> UnixStreamSocket? {
         do {
-            return UnixStreamSocket(descriptor: FileDescriptor(rawValue: try Sys.accept(descriptor.rawValue)))
+            return UnixStreamSocket(descriptor: FileDescriptor(rawValue: try Sys.accept(descriptor.rawValue)), path: path)
         } catch let error as Errno where error == .wouldBlock || error == .connectionAborted {
             return nil
+        } catch let error as Errno {
+            throw error.at("accept", path)
         }
     }
 
     /// The process at the other end, as the kernel recorded it when it connected.
     /// The C option is `SO_PEERCRED`.
     public func peerCredentials() throws -> (pid: Int32, uid: UInt32, gid: UInt32) {
-        try Sys.peerCredentials(descriptor.rawValue)
+        try attributing("SO_PEERCRED", path) { try Sys.peerCredentials(descriptor.rawValue) }
     }
 
     public func setNonBlocking(_ on: Bool) throws {
-        try Sys.setNonBlocking(descriptor.rawValue, on)
+        try attributing("fcntl", path) { try Sys.setNonBlocking(descriptor.rawValue, on) }
     }
 
     /// Sends what the socket takes now (all of it on a blocking socket, unless interrupted
-    /// by a signal after some bytes); throws `Errno.wouldBlock` when it takes nothing.
+    /// by a signal after some bytes); throws `EAGAIN` (`Errno.wouldBlock`) when it takes nothing.
     /// The C function is `send` with `MSG_NOSIGNAL`.
     public func send(_ bytes: UnsafeRawBufferPointer) throws -> Int {
         if bytes.isEmpty { return 0 }
-        return try Sys.send(descriptor.rawValue, bytes)
+        return try attributing("send", path) { try Sys.send(descriptor.rawValue, bytes) }
     }
 
     /// Sends every byte, looping over partial sends (for blocking sockets).
@@ -141,16 +154,16 @@ public struct UnixStreamSocket: Sendable {
         }
     }
 
-    /// Reads what is there: 0 means the peer closed its end; throws `Errno.wouldBlock` on a
+    /// Reads what is there: 0 means the peer closed its end; throws `EAGAIN` on a
     /// non-blocking socket with nothing to read. The C function is `recv`.
     public func receive(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
-        try Sys.receive(descriptor.rawValue, buffer)
+        try attributing("receive", path) { try Sys.receive(descriptor.rawValue, buffer) }
     }
 
     /// Stops sending (the peer reads end of file) but keeps receiving. The C function is
     /// `shutdown`.
     public func shutdownWriting() throws {
-        try Sys.shutdownWriting(descriptor.rawValue)
+        try attributing("shutdown", path) { try Sys.shutdownWriting(descriptor.rawValue) }
     }
 
     public func close() { try? descriptor.close() }

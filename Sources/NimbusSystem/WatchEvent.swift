@@ -82,7 +82,9 @@ extension Array where Element == WatchEvent {
 
 /// inotify ran out of watches: `fs.inotify.max_user_watches` caps them per user, across every
 /// program of that user. The watcher keeps working for the directories it did watch; the
-/// ones listed here must be scanned periodically until the limit is raised.
+/// ones listed here must be scanned periodically until the limit is raised. Not a
+/// `SystemError`: one ENOSPC from inotify_add_watch becomes a list of directories and a sysctl
+/// to raise, which is what the user needs.
 public struct WatchLimitReached: Error, Hashable, Sendable, CustomStringConvertible {
     /// Directories that have no watch; nothing below them is watched either.
     public var directories: [RelativePath]

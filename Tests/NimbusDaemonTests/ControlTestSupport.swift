@@ -78,7 +78,7 @@ final class SocketClient {
         while offset < bytes.count {
             do {
                 offset += try bytes[offset...].withUnsafeBytes { try socket.send($0) }
-            } catch let error as Errno where error == .wouldBlock {
+            } catch where Errno(of: error) == .wouldBlock {
                 if ContinuousClock.now > deadline { throw HarnessFailure("the daemon did not read what was sent") }
                 var set = PollSet()
                 set.set(socket.descriptor, .writable)
@@ -98,14 +98,14 @@ final class SocketClient {
             let count: Int
             do {
                 count = try buffer.withUnsafeMutableBytes { try socket.receive(into: $0) }
-            } catch let error as Errno where error == .wouldBlock {
+            } catch where Errno(of: error) == .wouldBlock {
                 let left = ContinuousClock.now.duration(to: deadline)
                 if left <= .zero { throw HarnessFailure("no answer within \(timeout) s") }
                 var set = PollSet()
                 set.set(socket.descriptor, .readable)
                 _ = try set.wait(timeoutMilliseconds: Int32(min(left, .seconds(1)).seconds * 1000) + 1)
                 continue
-            } catch let error as Errno where error == Errno(rawValue: 104) {  // ECONNRESET
+            } catch where Errno(of: error) == .connectionReset {
                 sawEndOfFile = true
                 return nil
             }

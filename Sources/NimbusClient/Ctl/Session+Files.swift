@@ -94,7 +94,7 @@ extension Session {
         let opened: Int32
         do {
             opened = try ChildProcess.wait(try ChildProcess.spawn("xdg-open", arguments: [file]))
-        } catch let error as Errno where error == .noSuchFile {
+        } catch where Errno(of: error) == .noSuchFile {
             opened = 127  // Not found in PATH, as a shell would say.
         } catch {
             throw Failure(name: "failed", message: "cannot open \(relative)", reason: "running xdg-open failed: \(error)",
