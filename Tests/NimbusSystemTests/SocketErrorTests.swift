@@ -14,14 +14,15 @@ import Testing
             let listener = try UnixStreamSocket.listen(at: path)
             defer { listener.close() }
             #expect(listener.path == path)
+            // Nothing waiting: nil, not an error.
+            #expect(try listener.accept() == nil)
+            // (The second listen connects to see whether someone listens: that connection waits.)
             #expect(throws: Errno.addressInUse.at("bind", path)) { try UnixStreamSocket.listen(at: path) }
 
             let tooLong = "/" + String(repeating: "x", count: 200)
             #expect(throws: Errno.nameTooLong.at("connect", tooLong)) { try UnixStreamSocket.connect(to: tooLong) }
 
-            // Nothing waiting: nil, not an error; a non-blocking receive with nothing there
-            // is EAGAIN named with the listener's path.
-            #expect(try listener.accept() == nil)
+            // A non-blocking receive with nothing there is EAGAIN named with the socket's path.
             let client = try UnixStreamSocket.connectNonBlocking(to: path)
             defer { client.close() }
             var byte: [UInt8] = [0]
