@@ -91,7 +91,9 @@ struct LockCommandTests {
     @Test func exitStatusOfTheCommand() throws {
         #expect(try ChildProcess.wait(try ChildProcess.spawn("sh", arguments: ["-c", "exit 3"])) == 3)
         #expect(try ChildProcess.wait(try ChildProcess.spawn("sh", arguments: ["-c", "kill -9 $$"])) == 137)
-        #expect(throws: Errno.noSuchFile) { try ChildProcess.spawn("nimbus-no-such-program", arguments: []) }
+        #expect(throws: Errno.noSuchFile.at("start", "nimbus-no-such-program")) {
+            try ChildProcess.spawn("nimbus-no-such-program", arguments: [])
+        }
     }
 
     @Test func findsProgramsLikeExecvp() {

@@ -1,7 +1,7 @@
 import Testing
 @testable import NimbusSystem
 
-/// Sockets, datagrams and child processes fail with a `SystemError` that names the operation
+/// Sockets and datagrams fail with a `SystemError` that names the operation
 /// and the path, as files do: a log line or `nimbusctl` message says what failed where.
 @Suite struct SocketErrorTests {
     @Test func streamSocketErrorsNameTheOperationAndPath() throws {
@@ -45,11 +45,6 @@ import Testing
             try socket.send(Array("READY=1".utf8), to: missing)
             #expect(try bound.receive(timeoutMilliseconds: 10_000) == Array("READY=1".utf8))
         }
-    }
-
-    @Test func aProgramThatCannotStartIsNamed() throws {
-        let name = "nimbus-no-such-program-\(UInt32.random(in: 0 ... .max))"
-        #expect(throws: Errno.noSuchFile.at("start", name)) { try ChildProcess.spawn(name, arguments: []) }
     }
 
     @Test func theErrnoIsFoundInEitherShape() {
