@@ -21,7 +21,7 @@ extension ControlHandler {
 
     /// On the engine thread: may the engine copy now?
     static func checkRunnable(_ runtime: PairRuntime) throws {
-        if runtime.paused {
+        if runtime.engine.isPaused {
             throw RPCError(.paused, "sync is paused", reason: "this would copy files, and sync is paused",
                            suggestion: "run 'nimbusctl resume' first")
         }
@@ -97,7 +97,7 @@ extension ControlHandler {
         let replier = try later(request)
         runtime.setPaused(paused)
         // The runtime's inbox is served in order: this runs once the pause took effect.
-        runtime.perform { replier.succeed(PauseResult(paused: runtime.paused)) }
+        runtime.perform { replier.succeed(PauseResult(paused: runtime.engine.isPaused)) }
         server.log.notice(paused ? "paused by \(request.client.description)" : "resumed by \(request.client.description)")
     }
 
@@ -160,7 +160,7 @@ extension ControlHandler {
         let engine = self.engine
         // A reader of a placeholder wants the content: download it first (DESIGN §5, issue #8).
         if mode == .shared, let target = try? engine.residentPath(path),
-           engine.state.withLock({ $0.index[target]?.isPlaceholder == true }) {
+           engine.isPlaceholder(target) {
             let leases = context.leases
             let owner = request.client.owner
             let timeout = timeout

@@ -9,6 +9,11 @@ import Synchronization
 /// with poll(2) over non-blocking sockets; work that may take time runs elsewhere (the engine
 /// thread, a few worker queues, lease waits) and its answer comes back through `post`, so no
 /// client can make the server — or another client — wait.
+///
+/// Who owns what: the server thread (`run`) owns the clients, the poll set and everything
+/// marked "Server thread only" below, and the `handler`. Other threads reach it through
+/// `post` (a `Mutex`-guarded inbox plus a wake pipe); `watcherCount` and `stopRequested` are
+/// atomics. `@unchecked Sendable` for those thread-owned `var`s.
 public final class ControlServer: @unchecked Sendable {
     public struct Limits: Sendable {
         /// Bytes that may wait for a client. A `watch` client past it is disconnected; a

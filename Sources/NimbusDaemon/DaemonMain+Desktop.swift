@@ -15,7 +15,7 @@ extension DaemonMain {
         let actions = DesktopNotifier.Actions(
             decideDeletes: { confirm, paths, outcome in
                 runtime.perform {
-                    let held = Set(engine.state.withLock { $0.heldDeletes.map(\.path) })
+                    let held = engine.heldDeletePaths
                     guard !held.isEmpty, held == paths else {
                         let why = held.isEmpty ? "they were already decided" : "the deletions held changed since"
                         log.warning("nothing was \(confirm ? "confirmed" : "restored") from the desktop notification: \(why); "

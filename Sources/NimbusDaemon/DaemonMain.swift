@@ -6,6 +6,15 @@ import NimbusSystem
 
 /// The daemon's life: resolve the configuration, start the pair, tell systemd, handle
 /// signals, stop cleanly. `nimbusd`'s main only calls `run`.
+///
+/// Threads, and the four mechanisms that coordinate them (each type says what it owns):
+/// - threads of our own (`ProcessSupport.detachThread`, pthreads): the main thread becomes
+///   the engine thread (`PairRuntime.run`); one per watched side; the control server; the
+///   hydration server's reader; the desktop notifier;
+/// - Dispatch: the semaphores those threads sleep on (`Inbox`), the control workers' and
+///   the hydration fills' queues, and the signal sources (on `nimbus.signals`);
+/// - `Mutex`/`Atomic` (Synchronization) for every piece of state shared between threads;
+/// - Swift tasks only where an API is async: waiting for a lease (`ControlLeases`).
 public enum DaemonMain {
     public static func run(arguments: [String], environment: [String: String]) -> Int32 {
         // Before the configuration, the journal or any file is read, and before any thread

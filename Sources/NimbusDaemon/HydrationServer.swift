@@ -20,6 +20,12 @@ import Synchronization
 ///
 /// The server knows placeholders by inode (`register`, `forget`), because the event says only
 /// which file, not by which name it was opened.
+///
+/// Who owns what: one thread (`serve`) reads the group; each fill runs on a Dispatch worker
+/// (`fillers`). Every piece of shared state is its own `Mutex` or atomic, so the engine
+/// thread may `register`/`forget` and the workers may finish fills at any time; what a fill
+/// means for the journal goes back to the engine thread through `completed` (the runtime's
+/// `perform`).
 public final class HydrationServer: Sendable {
     /// A not-downloaded file: its path in both roots and what the cloud file must still be.
     public struct Placeholder: Sendable, Hashable {

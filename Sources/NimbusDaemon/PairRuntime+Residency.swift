@@ -20,7 +20,7 @@ extension PairRuntime {
         perform { [self] in
             let request = downloads.withLock { $0[path]?.request } ?? request
             let result: Result<EntryInfo?, any Error>
-            if paused {
+            if engine.isPaused {
                 result = .failure(EngineRequestError(kind: .paused, message: "sync is paused, so \(path) is not downloaded now"))
             } else {
                 result = Result { try engine.download(path, request) }
@@ -35,10 +35,10 @@ extension PairRuntime {
     func opened(_ path: RelativePath) {
         // Real-name placeholders are fetched by the kernel's hooks (HydrationServer), not here.
         guard engine.settings.placeholderStyle == .suffix, let target = Placeholder.target(of: path),
-              engine.state.withLock({ $0.index[target]?.isPlaceholder == true && $0.index[path]?.isPlaceholder != false }) else {
+              engine.isPlaceholderStandIn(path) else {
             return engine.noteOpened(path)
         }
-        guard options.hydrateOnOpen, options.openRateLimit > 0, !paused else { return }
+        guard options.hydrateOnOpen, options.openRateLimit > 0, !engine.isPaused else { return }
         switch openLimiter.admit(now: clock.monotonicNow) {
         case .allowed:
             log.info("\(path) was opened: downloading \(target)")
@@ -66,6 +66,8 @@ extension PairRuntime {
 }
 
 /// A download asked for and not finished: who waits, and the strongest rule asked for.
+/// Together with `PairRuntime.downloads` this is the one "in-flight download per path"
+/// (DESIGN §5): callbacks, since downloads run on the engine thread, not in tasks.
 struct PendingDownload {
     var request: SyncEngine<DiskFileSystem>.DownloadRequest
     var completions: [PairRuntime.DownloadCompletion] = []

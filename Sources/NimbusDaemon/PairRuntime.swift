@@ -40,6 +40,15 @@ public struct RuntimeOptions: Sendable {
 
 /// One pair at run time: the engine on its own thread, fed by a watcher thread per side,
 /// a batcher and a few timers (periodic rescan, cloud polling, retries).
+///
+/// Who owns what:
+/// - The engine thread (the one that calls `run`) owns every `var` here (`options`, the
+///   watchers, the batcher, the timers) and the engine's entry points. Other threads reach
+///   them only by posting to `inbox`: `perform`, `stop`, `reload`, `setPaused`, `download`.
+/// - One thread per watched side (`startWatcher`) blocks in its watcher and posts events.
+/// - `downloads` (a `Mutex`) is shared with the control server's thread, which joins
+///   requests to a download already waiting; `stopping` is an atomic the watcher threads read.
+/// It is `@unchecked Sendable` for those `var`s: the inbox is what makes sharing it safe.
 public final class PairRuntime: @unchecked Sendable {
     public let engine: SyncEngine<DiskFileSystem>
     /// Changed only on the engine thread (reload); the folders never change while running.
@@ -50,7 +59,6 @@ public final class PairRuntime: @unchecked Sendable {
     let store: JournalRecordStore
     var watchers: [Side: TreeWatcher] = [:]
     var batcher: EngineBatcherState
-    var paused = false
     /// Set before the watchers are woken at shutdown, so their threads do not wait again.
     let stopping = Atomic<Bool>(false)
     /// Who waits for each download requested and not finished yet.
@@ -236,9 +244,7 @@ public final class PairRuntime: @unchecked Sendable {
     /// One line for systemd's status and `nimbusctl status`.
     public func statusLine() -> String {
         let status = engine.status
-        let (inProgress, errors) = engine.state.withLock { s in
-            (s.transient.values.filter(\.isInProgress).count, s.transient.values.filter { $0.message != nil }.count)
-        }
+        let (inProgress, errors) = engine.activityCounts
         switch status.phase {
         case .halted(let reason): return "Stopped: \(reason)"
         case .paused: return "Paused; \(status.tracked) entries tracked"
@@ -253,12 +259,16 @@ public final class PairRuntime: @unchecked Sendable {
 
     /// Runs until `stop()`. `onReady` is called once the first full sync is done.
     public func run(onReady: () -> Void = {}) {
+        engine.claimOwnership()
         startWatchers()
         engine.start()
         nextPrune = clock.monotonicNow + Self.pruneInterval
-        engine.downloadModePlaceholders()
-        checkCacheBudget(now: clock.monotonicNow)
-        engine.returnFreeMemory()
+        // Stopped during the first pass (SIGTERM): straight to the clean stop.
+        if !engine.isStopping {
+            engine.downloadModePlaceholders()
+            checkCacheBudget(now: clock.monotonicNow)
+            engine.returnFreeMemory()
+        }
         onReady()
         loop()
         // Guarded while the listener still answers, then the listener stops (its readers
@@ -273,14 +283,18 @@ public final class PairRuntime: @unchecked Sendable {
         releaseRootLock()
     }
 
-    public func stop() { inbox.post(.stop) }
+    /// Stops the runtime: a pass under way stops between two files (the engine checks the
+    /// flag where it feeds the watchdog), then the loop ends. Safe from any thread.
+    public func stop() {
+        engine.requestStop()
+        inbox.post(.stop)
+    }
 
-    /// While paused, changes are collected but nothing is copied.
+    /// While paused, changes are collected but nothing is copied. The engine holds the one
+    /// record of it (`engine.isPaused`).
     public func setPaused(_ paused: Bool) {
         perform { [self] in
-            self.paused = paused
-            engine.state.withLock { $0.status.phase = paused ? .paused : .idle }
-            engine.emit(.phase(paused ? .paused : .idle))
+            engine.setPaused(paused)
             if !paused { batcher.batcher.add(.rescanAll, now: clock.monotonicNow) }
         }
     }
@@ -296,8 +310,9 @@ public final class PairRuntime: @unchecked Sendable {
     func loop() {
         while true {
             let usesCache = engine.settings.cacheLimit != nil || engine.settings.evictAfter != nil
-            let deadlines = [paused ? nil : batcher.batcher.nextDeadline, engine.nextRetry, batcher.nextRescan, batcher.nextPoll,
-                             usesCache && !paused ? nextCacheCheck : nil,
+            let pausedNow = engine.isPaused
+            let deadlines = [pausedNow ? nil : batcher.batcher.nextDeadline, engine.nextRetry, batcher.nextRescan, batcher.nextPoll,
+                             usesCache && !pausedNow ? nextCacheCheck : nil,
                              isHalted ? nextHaltedCheck : nil, nextWatchdog]
             // Going idle after a burst: give back what the burst freed (the initial sync of
             // 10 000 files leaves about 1.5 MiB of free pages behind; trimming after each pass
@@ -325,6 +340,7 @@ public final class PairRuntime: @unchecked Sendable {
                 nextWatchdog = now + interval
             }
             for path in engine.dueRetries() { batcher.batcher.add(.settled(path), now: now) }
+            let paused = engine.isPaused
             if !paused && !isHalted { checkCacheBudget(now: now) }
             // While halted (a root missing or not ours), look again every few seconds; not at
             // every wake-up, since looking reads the root markers, which wakes the watcher.

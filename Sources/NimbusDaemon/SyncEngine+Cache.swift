@@ -8,6 +8,7 @@ extension SyncEngine {
     /// Returns how many files were evicted. `keeping`: files just downloaded on request.
     @discardableResult
     public func enforceCacheBudget(keeping: Set<RelativePath> = []) -> Int {
+        checkOwner()
         let s = settings
         guard s.cacheLimit != nil || s.evictAfter != nil else { return 0 }
         let now = clock.wallNow

@@ -8,6 +8,26 @@ extension SyncEngine {
     /// How many paths are in `error` now (failed, waiting for a retry).
     public var errorCount: Int { state.withLock { $0.transient.values.count { $0.message != nil } } }
 
+    /// How many paths are being copied, and how many are in `error` (for the status line).
+    public var activityCounts: (inProgress: Int, errors: Int) {
+        state.withLock { s in (s.transient.values.count(where: \.isInProgress), s.transient.values.count { $0.message != nil }) }
+    }
+
+    /// Whether `path` is synced and not downloaded (a placeholder stands for it).
+    public func isPlaceholder(_ path: RelativePath) -> Bool {
+        state.withLock { $0.index[path]?.isPlaceholder == true }
+    }
+
+    /// Whether `path` is the suffix-style placeholder file of a not-downloaded file (a file
+    /// synced under the placeholder's own name is not).
+    public func isPlaceholderStandIn(_ path: RelativePath) -> Bool {
+        guard let target = Placeholder.target(of: path) else { return false }
+        return state.withLock { $0.index[target]?.isPlaceholder == true && $0.index[path]?.isPlaceholder != false }
+    }
+
+    /// The paths whose deletion the mass-delete guard holds.
+    public var heldDeletePaths: Set<RelativePath> { state.withLock { Set($0.heldDeletes.map(\.path)) } }
+
     /// Hands back what a large pass left unused: the index's spare room, then the heap's
     /// free pages.
     public func returnFreeMemory() {

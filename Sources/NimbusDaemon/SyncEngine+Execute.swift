@@ -41,9 +41,16 @@ extension SyncEngine {
         }
         var batch: [PendingInstall]? = copies >= settings.batchThreshold ? [] : nil
         var again = Set<RelativePath>()
-        for action in plan.actions {
-            log.debug("\(action)")
+        var performed = plan
+        for (index, action) in plan.actions.enumerated() {
             heartbeat()
+            // SIGTERM: stop between two actions, where the watchdog is fed. Each action stands
+            // on its own (it re-checks what it expects), so the next start's scan finds the rest.
+            if isStopping {
+                performed.actions = Array(plan.actions[..<index])
+                break
+            }
+            log.debug("\(action)")
             // An application holding a lease on the path (or around it) has asked us to wait.
             let paths = action.lockedPaths
             let handles = paths.compactMap { locks.tryLock($0, .exclusive) }
@@ -64,8 +71,10 @@ extension SyncEngine {
             }
         }
         if let batch, !batch.isEmpty { installBatch(batch, again: &again) }
-        alignFolderTimes(plan)
-        for conflict in plan.conflicts {
+        alignFolderTimes(performed)
+        // A pass stopped early records only the conflicts whose copy was made.
+        let stopped = performed.actions.count < plan.actions.count
+        for conflict in plan.conflicts where !stopped || existsOnEitherSide(conflict.conflictCopy) {
             updateRecord(conflict.path) { $0.conflictCopy = conflict.conflictCopy }
             publishState(of: conflict.path)
             emit(.conflict(conflict.path, copy: conflict.conflictCopy))

@@ -88,6 +88,7 @@ extension SyncEngine {
     /// `user.nimbus.mode` and the journal), so that nobody reads its holes while no daemon
     /// listens. Called while the listener still answers.
     public func guardPlaceholders() {
+        checkOwner()
         guard placeholderStyle == .realName, let marker else { return }
         let paths = state.withLock { s in s.index.all.filter { $0.1.isPlaceholder }.map { ($0.0, $0.1.base.local) } }
         var failed = 0
@@ -103,6 +104,7 @@ extension SyncEngine {
 
     /// What the listener did with a real-name placeholder a program opened.
     public func applyHydration(_ outcome: HydrationServer.Outcome) {
+        checkOwner()
         switch outcome {
         case .filled(let placeholder, let filled):
             let path = placeholder.path

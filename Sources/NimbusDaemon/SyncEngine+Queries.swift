@@ -94,6 +94,7 @@ extension SyncEngine {
 
     /// Settles a conflict. Runs on the engine thread (`PairRuntime.perform`).
     public func resolve(_ path: RelativePath, keep choice: ConflictChoice) throws {
+        checkOwner()
         guard let copy = state.withLock({ $0.index[path]?.conflictCopy }) else {
             throw EngineRequestError(kind: .notInConflict, message: "\(path) is not in conflict")
         }

@@ -16,6 +16,7 @@ extension SyncEngine {
     /// Downloads the placeholder at `path`, or every placeholder below the folder `path`, and
     /// returns the entry as it is then.
     public func download(_ path: RelativePath, _ request: DownloadRequest) throws -> EntryInfo? {
+        checkOwner()
         let target = try residentPath(path)
         let placeholders = state.withLock { s in s.index.subtree(target).filter { s.index[$0]!.isPlaceholder } }
         var failures: [String] = []
@@ -87,6 +88,7 @@ extension SyncEngine {
     /// In mirror mode every file is kept here: placeholders left from on-demand mode (not
     /// evicted by the user) are downloaded, within `min-free-space`.
     public func downloadModePlaceholders() {
+        checkOwner()
         guard !settings.onDemand else { return }
         let paths = state.withLock { s in
             s.index.all.filter { $0.1.isPlaceholder && $0.1.residency == .auto }.map(\.0).sorted()
@@ -116,6 +118,7 @@ extension SyncEngine {
     /// Replaces the local copy of `path` (or of every file below the folder `path`) by a
     /// placeholder. Refused for a file that is pinned, not in sync, or open in some process.
     public func evict(_ path: RelativePath, automatic: Bool = false) throws -> EntryInfo? {
+        checkOwner()
         let target = try residentPath(path)
         let files = state.withLock { s in
             s.index.subtree(target).filter { s.index[$0]!.base.kind == .file && !s.index[$0]!.isPlaceholder }
@@ -196,6 +199,7 @@ extension SyncEngine {
     /// Marks `path` (a file or a folder) as always kept locally and downloads what is only a
     /// placeholder below it.
     public func pin(_ path: RelativePath) throws -> EntryInfo? {
+        checkOwner()
         guard !path.isRoot else {
             throw EngineRequestError(kind: .invalidArgument, message: "the whole folder cannot be pinned: to keep every file here, "
                                      + "run nimbusd in mirror mode (mode = mirror in [pair])")
@@ -208,6 +212,7 @@ extension SyncEngine {
 
     /// Lets `path` and everything below it follow the mode and the cache budget again.
     public func unpin(_ path: RelativePath) throws -> EntryInfo? {
+        checkOwner()
         let target = try residentPath(path)
         let pinned = state.withLock { s in s.index.subtree(target).filter { s.index[$0]!.residency == .pinned } }
         for path in pinned { updateRecord(path) { $0.residency = .auto } }

@@ -41,6 +41,7 @@ extension SyncEngine {
 
     /// Applies the held deletions (each still re-checked against what was planned).
     public func confirmDeletes() -> Int {
+        checkOwner()
         let held = state.withLock { s in
             // The user decided: earlier deletions no longer count toward the guard.
             defer { s.heldDeletes = []; s.status.heldDeletes = 0; s.recentDeletions = [.local: [], .cloud: []] }
@@ -57,6 +58,7 @@ extension SyncEngine {
 
     /// Undoes the held deletions: the deleted entries are brought back from the other side.
     public func revertDeletes() -> Int {
+        checkOwner()
         let held = state.withLock { s in
             // The user decided: earlier deletions no longer count toward the guard.
             defer { s.heldDeletes = []; s.status.heldDeletes = 0; s.recentDeletions = [.local: [], .cloud: []] }

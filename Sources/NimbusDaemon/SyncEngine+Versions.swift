@@ -71,6 +71,7 @@ extension SyncEngine {
     /// Brings the planned versions back into the cloud folder, from where they sync down like
     /// any change. What each replaces is itself kept as a version. Runs on the engine thread.
     public func restore(_ items: [RestorePlanItem]) throws {
+        checkOwner()
         for item in items {
             if let existing = try cloud.metadata(of: item.destination) {
                 guard existing.kind != .directory else {

@@ -4,8 +4,20 @@ import Synchronization
 
 /// The sync engine for one pair: scans what changed, reconciles it with the journal's base,
 /// passes the plan through the safety gate, executes it and records the result (DESIGN §1).
-/// Driven by one thread (`sync` calls never overlap); its published state can be read from
-/// any thread.
+///
+/// Who owns what:
+/// - The engine thread (`PairRuntime`'s loop, or a test's own thread) is the only caller of
+///   the entry points that change files or the journal (`start`, `sync`, `download`, `pin`,
+///   `evict`, `resolve`, `restore`, …); others reach them through `PairRuntime.perform`.
+///   Debug builds check this (`checkOwner`). The `store` is used from that thread only.
+/// - `state`, `settingsBox` and the handler boxes are `Mutex`es: the control server, its
+///   workers and the hydration workers read the published state through the queries in
+///   `SyncEngine+Queries`/`+Control` from any thread. Nothing outside the engine touches
+///   `state` itself.
+/// - `stopRequested` and the two flags are atomics, set from any thread (a signal handler)
+///   and read on the engine thread.
+/// It is `@unchecked Sendable` because the file systems and the store are not `Sendable`;
+/// the rules above are what makes sharing it safe.
 public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
     public let local: FS
     public let cloud: FS
@@ -30,6 +42,11 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
     /// The kernel's hooks behind real-name placeholders (DESIGN §5); nil: none, and the
     /// real-name style cannot be carried out (its actions fail with a clear error).
     let markerBox = Mutex<(any PlaceholderMarker)?>(nil)
+    /// Set from any thread (SIGTERM): the pass under way stops between files, at the next
+    /// heartbeat, and no new pass starts (see `requestStop`).
+    let stopRequested = Atomic<Bool>(false)
+    /// The thread that owns the engine once `claimOwnership` was called (debug checks only).
+    let owner = Atomic<UInt>(0)
 
     struct EngineState {
         var index: SyncIndex
@@ -71,6 +88,44 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
 
     public var status: EngineStatus { state.withLock { $0.status } }
 
+    /// Makes the calling thread the engine's owner: from now on, debug builds trap when an
+    /// entry point that changes files or the journal is called from another thread.
+    public func claimOwnership() {
+        owner.store(ProcessSupport.currentThreadIdentity, ordering: .relaxed)
+    }
+
+    /// Debug builds: traps when the engine has an owner and this is not its thread. A compare
+    /// of two integers; nothing at all in release builds.
+    @inline(__always)
+    func checkOwner(_ function: StaticString = #function) {
+        #if DEBUG
+        let owner = owner.load(ordering: .relaxed)
+        precondition(owner == 0 || owner == ProcessSupport.currentThreadIdentity,
+                     "SyncEngine.\(function) called off the engine thread; use PairRuntime.perform")
+        #endif
+    }
+
+    /// Asks the pass under way to stop between two files, leaving the journal and both folders
+    /// consistent (what was done is committed; the rest is found again by the next start's
+    /// scan). Safe from any thread, a signal handler's included. No pass starts afterwards.
+    public func requestStop() {
+        stopRequested.store(true, ordering: .relaxed)
+    }
+
+    /// Whether `requestStop` was called.
+    public var isStopping: Bool { stopRequested.load(ordering: .relaxed) }
+
+    /// Whether sync is paused: the one record of it (the status phase `.paused`), read by
+    /// the runtime, the control server and `status` alike.
+    public var isPaused: Bool { state.withLock { $0.status.phase == .paused } }
+
+    /// While paused, changes are collected but nothing is copied; resuming makes the phase idle.
+    public func setPaused(_ paused: Bool) {
+        checkOwner()
+        state.withLock { $0.status.phase = paused ? .paused : .idle }
+        emit(.phase(paused ? .paused : .idle))
+    }
+
     /// A closure boxed in a struct: reading a bare closure out of a `Mutex` re-wraps it in
     /// reabstraction thunks on every read, so a handler read once per event grew into a
     /// chain that made sync quadratic and overflowed the stack at ~100 000 events.
@@ -110,6 +165,7 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
     /// Recovery at start: removes temporary files a crash left (see `removeTemporariesAtStart`),
     /// then syncs everything.
     public func start() {
+        checkOwner()
         removeTemporariesAtStart()
         // Before any pass: a pass in one style would misread placeholders of the other.
         if rootsAreReady() { preparePlaceholders() }
@@ -122,6 +178,7 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
     /// what is left for `status`. Returns what it did; nil when the store could not be read.
     @discardableResult
     public func pruneVersions() -> (removed: Int, removedBytes: Int64)? {
+        checkOwner()
         let s = settings
         let policy = VersionRetention(retention: s.versionRetention, maxBytes: s.versionsMaxBytes)
         do {
@@ -152,7 +209,8 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
 
     /// Syncs the given paths (and everything below them), or everything when nil.
     public func sync(_ paths: Set<RelativePath>?) {
-        guard rootsAreReady() else { return }
+        checkOwner()
+        guard !isStopping, rootsAreReady() else { return }
         setPhase(.syncing)
         defer { setPhase(.idle) }
         var scope = scopeRoots(paths.map(withPlaceholderNames).map(withHardLinkNames))
@@ -176,6 +234,7 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
             guard !plan.actions.isEmpty else { break }
             let again = execute(plan)
             commit()
+            if isStopping { break }
             scope = scopeRoots(again.union(views.withheld))
         }
         removeLeftoverCopies()

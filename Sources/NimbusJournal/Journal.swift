@@ -21,8 +21,10 @@ import NimbusSystem
 /// S(g+1) — is discarded. Step 3 ensures L(g+1) can never be found next to S(g), where it
 /// would be discarded with the commits made after compaction.
 ///
-/// Used from one thread at a time (the daemon's journal owner); it is `@unchecked Sendable`
-/// only so that owner may hand it between isolation domains.
+/// Who owns it: one thread at a time. In the daemon that is the engine thread: the engine's
+/// `RecordStore` appends and commits there, and `PairRuntime.run` closes it there after the
+/// loop ended. It is `@unchecked Sendable` only so that its owner may hand it between
+/// isolation domains (it is opened on the thread that builds the runtime).
 public final class Journal: @unchecked Sendable {
     /// Below this many log bytes, compaction is never worth its cost.
     static let compactionFloor: Int64 = 1 << 20

@@ -51,6 +51,10 @@ extension ProcessSupport {
         }
     }
 
+    /// The calling thread's identity, for checking which thread owns an object (debug checks).
+    /// The corresponding C function is `pthread_self`.
+    public static var currentThreadIdentity: UInt { UInt(pthread_self()) }
+
     /// The wall clock in nanoseconds since 1970. The corresponding C function is `clock_gettime`.
     public static var wallClockNanoseconds: Int64 {
         var now = timespec()
