@@ -10,22 +10,22 @@ extension ControlHandler {
     /// it is done. Refused while paused (these commands copy files) or halted.
     func onEngine<R: Codable & Sendable>(_ request: ControlRequest, _ body: @escaping @Sendable () throws -> R) throws {
         let replier = try later(request)
-        let runtime = context.runtime
-        runtime.perform {
+        let pair = self.pair
+        pair.perform {
             replier.answer {
-                try Self.checkRunnable(runtime)
+                try Self.checkRunnable(pair)
                 return try body()
             }
         }
     }
 
     /// On the engine thread: may the engine copy now?
-    static func checkRunnable(_ runtime: PairRuntime) throws {
-        if runtime.engine.isPaused {
+    static func checkRunnable(_ pair: any ControlContext) throws {
+        if pair.isPaused {
             throw RPCError(.paused, "sync is paused", reason: "this would copy files, and sync is paused",
                            suggestion: "run 'nimbusctl resume' first")
         }
-        if case .halted(let message) = runtime.engine.status.phase {
+        if case .halted(let message) = pair.status.phase {
             throw RPCError(.daemonHalted, "sync is halted", reason: message,
                            suggestion: "mount or restore the missing folder; sync resumes by itself")
         }
@@ -38,10 +38,10 @@ extension ControlHandler {
             throw RPCError(.invalidParams, "invalid parameters for resolve", reason: "keep: \"\(params.keep)\" is not local, cloud or both",
                            suggestion: "keep local (this device's version), cloud (the cloud's version) or both")
         }
-        let engine = self.engine
+        let pair = self.pair
         try onEngine(request) {
             do {
-                try engine.resolve(path, keep: choice)
+                try pair.resolve(path, keep: choice)
             } catch {
                 throw Self.failure(error, path: path)
             }
@@ -53,12 +53,12 @@ extension ControlHandler {
         let params = try requiredParams(RestoreParams.self, request)
         let path = try resolvePath(params.path, params.pathBytes, field: "path")
         let target = params.to == nil && params.toBytes == nil ? nil : try resolvePath(params.to, params.toBytes, field: "to")
-        let engine = self.engine
+        let pair = self.pair
         let dryRun = params.dryRun ?? false
         let body: @Sendable () throws -> RestoreResult = {
             do {
-                let items = try engine.restorePlan(path, versionID: params.version, at: params.atNs, to: target)
-                if !dryRun { try engine.restore(items) }
+                let items = try pair.restorePlan(path, versionID: params.version, at: params.atNs, to: target)
+                if !dryRun { try pair.restore(items) }
                 let files = items.map {
                     RestoredFile(path: WirePath($0.file), version: $0.version.id, size: $0.version.metadata.size,
                                  restoredTo: WirePath($0.destination))
@@ -73,19 +73,19 @@ extension ControlHandler {
         guard dryRun else { return try onEngine(request, body) }
         // A dry run changes nothing: it may run while paused or halted.
         let replier = try later(request)
-        context.runtime.perform { replier.answer(body) }
+        pair.perform { replier.answer(body) }
     }
 
     func prune(_ request: ControlRequest) throws {
-        let engine = self.engine
+        let pair = self.pair
         let replier = try later(request)
-        context.runtime.perform {
+        pair.perform {
             replier.answer {
-                guard let outcome = engine.pruneVersions() else {
+                guard let outcome = pair.pruneVersions() else {
                     throw RPCError(.failed, "the versions store was not pruned", reason: "it could not be read (see the daemon's log)",
                                    suggestion: "check that the cloud folder is there and readable, then try again")
                 }
-                let status = engine.status
+                let status = pair.status
                 return PruneResult(removed: outcome.removed, removedBytes: outcome.removedBytes,
                                    versionsCount: status.versionsCount, versionsBytes: status.versionsBytes)
             }
@@ -93,27 +93,27 @@ extension ControlHandler {
     }
 
     func pause(_ request: ControlRequest, _ paused: Bool) throws {
-        let runtime = context.runtime
+        let pair = self.pair
         let replier = try later(request)
-        runtime.setPaused(paused)
+        pair.setPaused(paused)
         // The runtime's inbox is served in order: this runs once the pause took effect.
-        runtime.perform { replier.succeed(PauseResult(paused: runtime.engine.isPaused)) }
+        pair.perform { replier.succeed(PauseResult(paused: pair.isPaused)) }
         server.log.notice(paused ? "paused by \(request.client.description)" : "resumed by \(request.client.description)")
     }
 
     func rescan(_ request: ControlRequest) throws {
-        let engine = self.engine, runtime = context.runtime
+        let pair = self.pair
         try onEngine(request) {
-            engine.sync(nil)
-            try Self.checkRunnable(runtime)
-            return RescanResult(tracked: engine.status.tracked)
+            pair.sync(nil)
+            try Self.checkRunnable(pair)
+            return RescanResult(tracked: pair.status.tracked)
         }
     }
 
     func decideDeletes(_ request: ControlRequest, confirm: Bool) throws {
-        let engine = self.engine
+        let pair = self.pair
         try onEngine(request) {
-            DeletesResult(count: confirm ? engine.confirmDeletes() : engine.revertDeletes())
+            DeletesResult(count: confirm ? pair.confirmDeletes() : pair.revertDeletes())
         }
     }
 
@@ -124,7 +124,7 @@ extension ControlHandler {
     }
 
     func reload(_ request: ControlRequest) throws {
-        guard let reload = context.reload else {
+        guard let reload = setup.reload else {
             throw RPCError(.notSupported, "reload is not available", reason: "this daemon was started without a configuration to reload",
                            suggestion: "restart the daemon to apply new settings")
         }
@@ -157,14 +157,14 @@ extension ControlHandler {
             timeout = .nanoseconds(Int64(seconds * 1e9))
         }
         let replier = try later(request)
-        let engine = self.engine
+        let pair = self.pair
         // A reader of a placeholder wants the content: download it first (DESIGN §5, issue #8).
-        if mode == .shared, let target = try? engine.residentPath(path),
-           engine.isPlaceholder(target) {
-            let leases = context.leases
+        if mode == .shared, let target = try? pair.residentPath(path),
+           pair.isPlaceholder(target) {
+            let leases = setup.leases
             let owner = request.client.owner
             let timeout = timeout
-            context.runtime.download(target, .explicit) { result in
+            pair.download(target, .explicit) { result in
                 if case .failure(let error) = result { return replier.fail(Self.failure(error, path: target)) }
                 // On the server thread, where a connection that closed meanwhile is known gone:
                 // a lease must never outlive its connection.
@@ -175,7 +175,7 @@ extension ControlHandler {
             }
             return
         }
-        Self.grant(path, mode: mode, owner: request.client.owner, timeout: timeout, leases: context.leases, replier: replier)
+        Self.grant(path, mode: mode, owner: request.client.owner, timeout: timeout, leases: setup.leases, replier: replier)
     }
 
     static func grant(_ path: RelativePath, mode: LockMode, owner: OwnerID, timeout: Duration?, leases: any LeaseProvider,
@@ -199,8 +199,8 @@ extension ControlHandler {
     func release(_ request: ControlRequest) throws {
         let params = try requiredParams(ReleaseParams.self, request)
         let lease = LockID(rawValue: params.lease)
-        let released = context.leases.snapshot().first { $0.id == lease && $0.owner == request.client.owner }
-        guard context.leases.release(lease, owner: request.client.owner), let released else {
+        let released = setup.leases.snapshot().first { $0.id == lease && $0.owner == request.client.owner }
+        guard setup.leases.release(lease, owner: request.client.owner), let released else {
             throw RPCError(.notFound, "no lease \(params.lease) on this connection",
                            reason: "this connection does not hold lease \(params.lease) (released already, or another connection's)",
                            suggestion: "see the leases with 'locks'; a lease can only be released by the connection that acquired it")
@@ -211,10 +211,10 @@ extension ControlHandler {
 
     /// Releases every lease of a connection that closed, however it closed.
     func releaseLeases(of owner: OwnerID) {
-        let held = context.leases.snapshot().filter { $0.owner == owner }
+        let held = setup.leases.snapshot().filter { $0.owner == owner }
         // Always: an acquisition still starting is not in the snapshot yet, and must learn
         // that its connection is gone.
-        context.leases.releaseAll(owner: owner)
+        setup.leases.releaseAll(owner: owner)
         syncAfterWriting(held)
     }
 
@@ -222,7 +222,7 @@ extension ControlHandler {
     /// (issue #8), not at the next rescan.
     private func syncAfterWriting(_ leases: [LockInfo]) {
         let paths = leases.filter { $0.mode == .exclusive && $0.state == .granted }.map(\.path)
-        if !paths.isEmpty { context.runtime.syncSoon(paths) }
+        if !paths.isEmpty { pair.syncSoon(paths) }
     }
 
     // MARK: - Paths and errors
@@ -249,7 +249,7 @@ extension ControlHandler {
         var prefix = RelativePath.root
         for name in path.components.dropLast() {
             prefix = try prefix.appending(name: name)
-            guard let metadata = try? engine.local.metadata(of: prefix) else { break }
+            guard let metadata = try? pair.localMetadata(of: prefix) else { break }
             if metadata.kind == .symlink {
                 throw Self.invalidPath(wire.text, reason: "\(prefix) is a symlink inside the local folder, and Nimbus never follows symlinks")
             }

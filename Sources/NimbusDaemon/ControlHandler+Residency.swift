@@ -8,18 +8,18 @@ extension ControlHandler {
         let params = try requiredParams(DownloadParams.self, request)
         let path = try resolvePath(params.path, params.pathBytes, field: "path")
         let replier = try later(request)
-        let engine = self.engine
+        let pair = self.pair
         guard params.wait ?? true else {
             // Answer with the entry as it is now; the download goes on.
-            context.runtime.download(path, .explicit) { _ in }
+            pair.download(path, .explicit) { _ in }
             return replier.answer {
-                guard let entry = engine.entry(path) ?? (try? engine.residentPath(path)).flatMap(engine.entry) else {
+                guard let entry = pair.entry(path) ?? (try? pair.residentPath(path)).flatMap(pair.entry) else {
                     throw Self.notFound(path)
                 }
                 return Self.wireEntry(entry)
             }
         }
-        context.runtime.download(path, .explicit) { result in
+        pair.download(path, .explicit) { result in
             replier.answer {
                 do {
                     guard let entry = try result.get() else { throw Self.notFound(path) }
@@ -34,15 +34,15 @@ extension ControlHandler {
     func residency(_ request: ControlRequest) throws {
         let params = try requiredParams(PathParams.self, request)
         let path = try resolvePath(params.path, params.pathBytes, field: "path")
-        let engine = self.engine
+        let pair = self.pair
         let method = request.method
         try onEngine(request) {
             let entry: EntryInfo?
             do {
                 switch method {
-                case .evict: entry = try engine.evict(path)
-                case .pin: entry = try engine.pin(path)
-                default: entry = try engine.unpin(path)
+                case .evict: entry = try pair.evict(path)
+                case .pin: entry = try pair.pin(path)
+                default: entry = try pair.unpin(path)
                 }
             } catch {
                 throw Self.failure(error, path: path)

@@ -7,8 +7,8 @@ import Synchronization
 
 /// What the control server serves: the pair, who the daemon is, the lease table, and how
 /// to reload the configuration.
-public struct ControlContext: Sendable {
-    public var runtime: PairRuntime
+public struct ControlSetup: Sendable {
+    public var pair: any ControlContext
     public var instance: String
     public var localRoot: String
     public var cloudRoot: String
@@ -19,15 +19,15 @@ public struct ControlContext: Sendable {
     /// The placeholder style in use and why (`status`).
     public var placeholderStyle: PlaceholderStyleReport?
 
-    public init(runtime: PairRuntime, instance: String, localRoot: String, cloudRoot: String, startedAtNs: Int64,
+    public init(pair: any ControlContext, instance: String, localRoot: String, cloudRoot: String, startedAtNs: Int64,
                 leases: (any LeaseProvider)? = nil, reload: (@Sendable () throws -> ReloadResult)? = nil) {
-        self.runtime = runtime
+        self.pair = pair
         self.instance = instance
         self.localRoot = localRoot
         self.cloudRoot = cloudRoot
         self.startedAtNs = startedAtNs
         // Leases live in the engine's own lock table, so a leased path is left alone while held.
-        self.leases = leases ?? PathLocksLeaseProvider(locks: runtime.engine.locks)
+        self.leases = leases ?? PathLocksLeaseProvider(locks: pair.locks)
         self.reload = reload
     }
 }
@@ -44,16 +44,17 @@ struct ControlRequest {
 /// time is handed to the engine thread, a worker queue or the lease table, which answer
 /// through a `ControlReplier`.
 final class ControlHandler {
-    let context: ControlContext
+    let setup: ControlSetup
     unowned let server: ControlServer
     let encoder = JSONRPC.makeEncoder()
     let decoder = JSONRPC.makeDecoder()
     let workers = ControlWorkers(count: 4)
 
-    var engine: SyncEngine<DiskFileSystem> { context.runtime.engine }
+    /// The pair served; its engine-thread work goes through `pair.perform`.
+    var pair: any ControlContext { setup.pair }
 
-    init(context: ControlContext, server: ControlServer) {
-        self.context = context
+    init(setup: ControlSetup, server: ControlServer) {
+        self.setup = setup
         self.server = server
     }
 

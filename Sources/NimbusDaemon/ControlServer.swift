@@ -54,7 +54,7 @@ public final class ControlServer: @unchecked Sendable {
     var events: ControlEventFanOut
 
     /// Binds the socket (creating and checking its directory) without serving yet.
-    public init(socketPath: String, context: ControlContext, log: Logger, limits: Limits = Limits()) throws {
+    public init(socketPath: String, setup: ControlSetup, log: Logger, limits: Limits = Limits()) throws {
         self.socketPath = socketPath
         self.log = log
         self.limits = limits
@@ -65,12 +65,12 @@ public final class ControlServer: @unchecked Sendable {
         listenerInode = try? UnixStreamSocket.ownership(of: socketPath)?.inode
         wake = try WakePipe()
         events = ControlEventFanOut()
-        handler = ControlHandler(context: context, server: self)
+        handler = ControlHandler(setup: setup, server: self)
     }
 
     /// Starts the server thread and subscribes to the engine's events.
     public func start() {
-        handler.context.runtime.engine.onEvent { [weak self] event in self?.engineEvent(event) }
+        handler.pair.onEvent { [weak self] event in self?.engineEvent(event) }
         ProcessSupport.detachThread(name: "nimbus-control") { [self] in run() }
         log.info("control socket: \(socketPath)")
     }
@@ -80,7 +80,7 @@ public final class ControlServer: @unchecked Sendable {
         stopRequested.store(true, ordering: .releasing)
         wake.wake()
         _ = finished.wait(timeout: .now() + 5)
-        handler.context.runtime.engine.onEvent(nil)
+        handler.pair.onEvent(nil)
         if let inode = listenerInode { UnixStreamSocket.removeSocketFile(socketPath, inode: inode) }
     }
 

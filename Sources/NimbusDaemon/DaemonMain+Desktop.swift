@@ -8,7 +8,7 @@ extension DaemonMain {
     /// reload can switch them on. Their actions run the same engine calls as the control
     /// protocol, on the engine thread.
     static func startDesktopNotifier(_ configuration: Configuration, environment: [String: String],
-                                     runtime: PairRuntime, log: Logger) -> DesktopNotifier? {
+                                     runtime: DiskPairRuntime, log: Logger) -> DesktopNotifier? {
         let filter = DesktopAlertFilter(localRoot: configuration.localRoot, cloudRoot: configuration.cloudRoot,
                                         controlCommand: controlCommand(configuration, environment: environment))
         let engine = runtime.engine

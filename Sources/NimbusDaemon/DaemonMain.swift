@@ -101,9 +101,9 @@ public enum DaemonMain {
         options.engine.placeholderStyle = style.style
         options.fanotifyGroup = style.style == .realName ? privilege.group : nil
         let group = options.fanotifyGroup
-        let runtime: PairRuntime
+        let runtime: DiskPairRuntime
         do {
-            runtime = try PairRuntime(options: options, log: log, notifier: notifier)
+            runtime = try DiskPairRuntime(options: options, log: log, notifier: notifier)
         } catch let problem as StartupProblem {
             log.error("cannot start: \(problem)")
             return problem.exitCode
@@ -127,11 +127,11 @@ public enum DaemonMain {
             })
         let server: ControlServer
         do {
-            var context = ControlContext(runtime: runtime, instance: configuration.instance, localRoot: configuration.localRoot,
+            var setup = ControlSetup(pair: runtime, instance: configuration.instance, localRoot: configuration.localRoot,
                                          cloudRoot: configuration.cloudRoot, startedAtNs: SystemClock().wallNow,
                                          reload: { try reloader.reload() })
-            context.placeholderStyle = style
-            server = try ControlServer(socketPath: configuration.socketPath, context: context, log: log)
+            setup.placeholderStyle = style
+            server = try ControlServer(socketPath: configuration.socketPath, setup: setup, log: log)
         } catch {
             log.error(ControlServer.explainStartFailure(error, socketPath: configuration.socketPath))
             return 73  // EX_CANTCREAT: the control socket could not be created

@@ -4,7 +4,7 @@ import NimbusSystem
 /// Real-name placeholders at run time (DESIGN §5): the hydration server answers the pair's
 /// fanotify group, the engine learns what it filled (journal, state, `watch` and `status`
 /// progress) on its own thread, and the marker lets the engine write, evict and convert.
-extension PairRuntime {
+extension PairRuntime where FS == DiskFileSystem {
     func startHydration() {
         guard options.engine.placeholderStyle == .realName else { return }
         guard let group = options.fanotifyGroup else {

@@ -4,12 +4,10 @@ import Synchronization
 
 /// Downloads on demand and the cache budget at run time (DESIGN §5).
 extension PairRuntime {
-    public typealias DownloadCompletion = @Sendable (Result<EntryInfo?, any Error>) -> Void
-
     /// Downloads `path` on the engine thread. Requests for a path whose download is already
     /// waiting or running join it: one copy, every requester answered with its result. A
     /// person's request that joins an automatic one lends it the person's free-space rule.
-    public func download(_ path: RelativePath, _ request: SyncEngine<DiskFileSystem>.DownloadRequest,
+    public func download(_ path: RelativePath, _ request: DownloadRequest,
                          completion: @escaping DownloadCompletion) {
         let isFirst = downloads.withLock { waiting in
             let isFirst = waiting[path] == nil
@@ -65,14 +63,17 @@ extension PairRuntime {
     static var cacheCheckInterval: Int64 { 600_000_000_000 }
 }
 
+/// Who waits for a download: called with the entry afterwards, or the error.
+public typealias DownloadCompletion = @Sendable (Result<EntryInfo?, any Error>) -> Void
+
 /// A download asked for and not finished: who waits, and the strongest rule asked for.
 /// Together with `PairRuntime.downloads` this is the one "in-flight download per path"
 /// (DESIGN §5): callbacks, since downloads run on the engine thread, not in tasks.
 struct PendingDownload {
-    var request: SyncEngine<DiskFileSystem>.DownloadRequest
-    var completions: [PairRuntime.DownloadCompletion] = []
+    var request: DownloadRequest
+    var completions: [DownloadCompletion] = []
 
-    mutating func join(_ request: SyncEngine<DiskFileSystem>.DownloadRequest, _ completion: @escaping PairRuntime.DownloadCompletion) {
+    mutating func join(_ request: DownloadRequest, _ completion: @escaping DownloadCompletion) {
         if request == .explicit { self.request = .explicit }
         completions.append(completion)
     }

@@ -39,7 +39,9 @@ public struct RuntimeOptions: Sendable {
 }
 
 /// One pair at run time: the engine on its own thread, fed by a watcher thread per side,
-/// a batcher and a few timers (periodic rescan, cloud polling, retries).
+/// a batcher and a few timers (periodic rescan, cloud polling, retries). Generic over the
+/// filesystem and the watcher, with the clock as a value, as `SyncEngine` is: nimbusd runs a
+/// `DiskPairRuntime` (`PairRuntime+Disk`), tests run one in memory without a process.
 ///
 /// Who owns what:
 /// - The engine thread (the one that calls `run`) owns every `var` here (`options`, the
@@ -49,15 +51,19 @@ public struct RuntimeOptions: Sendable {
 /// - `downloads` (a `Mutex`) is shared with the control server's thread, which joins
 ///   requests to a download already waiting; `stopping` is an atomic the watcher threads read.
 /// It is `@unchecked Sendable` for those `var`s: the inbox is what makes sharing it safe.
-public final class PairRuntime: @unchecked Sendable {
-    public let engine: SyncEngine<DiskFileSystem>
+public final class PairRuntime<FS: FileSystem, Watcher: TreeWatching>: @unchecked Sendable {
+    public let engine: SyncEngine<FS>
     /// Changed only on the engine thread (reload); the folders never change while running.
     public private(set) var options: RuntimeOptions
     let log: Logger
-    let clock = SystemClock()
+    let clock: any Clock
     let inbox = Inbox<Message>()
-    let store: JournalRecordStore
-    var watchers: [Side: TreeWatcher] = [:]
+    let store: any RecordStore
+    /// Watches one side's folder (its root, and what to report).
+    let makeWatcher: (Side, SystemPath, TreeWatcher.Options) throws -> Watcher
+    /// The local folder's `.nimbusignore`; nil when there is none.
+    let readIgnoreFile: () throws -> [UInt8]?
+    var watchers: [Side: Watcher] = [:]
     var batcher: EngineBatcherState
     /// Set before the watchers are woken at shutdown, so their threads do not wait again.
     let stopping = Atomic<Bool>(false)
@@ -67,12 +73,12 @@ public final class PairRuntime: @unchecked Sendable {
     var nextCacheCheck: Int64 = 0
     /// When a halted pair next checks whether its folders are back.
     var nextHaltedCheck: Int64 = 0
-    static let haltedCheckInterval: Int64 = 2_000_000_000
+    static var haltedCheckInterval: Int64 { 2_000_000_000 }
     /// How much work (paths synced, events absorbed) makes going idle worth a `malloc_trim`.
-    static let trimAfterWork = 1_000
+    static var trimAfterWork: Int { 1_000 }
     /// When the versions store may next be pruned after a full scan.
     var nextPrune: Int64 = 0
-    static let pruneInterval: Int64 = 600_000_000_000
+    static var pruneInterval: Int64 { 600_000_000_000 }
 
     enum Message: Sendable {
         case events(Side, [WatchEvent])
@@ -100,51 +106,32 @@ public final class PairRuntime: @unchecked Sendable {
     /// Fills real-name placeholders when programs open them; nil in the suffix style.
     var hydration: HydrationServer?
 
-    public init(options: RuntimeOptions, log: Logger, notifier: SystemdNotifier = SystemdNotifier()) throws {
+    /// A runtime for `engine`, whose journal is `store`. Nothing is read or watched before `run`
+    /// (or, in tests, `begin`).
+    init(engine: SyncEngine<FS>, store: any RecordStore, options: RuntimeOptions, clock: any Clock, log: Logger,
+         notifier: SystemdNotifier = SystemdNotifier(), rootLock: DirectoryLock? = nil,
+         readIgnoreFile: @escaping () throws -> [UInt8]? = { nil },
+         makeWatcher: @escaping (Side, SystemPath, TreeWatcher.Options) throws -> Watcher) {
+        self.engine = engine
+        self.store = store
         self.options = options
+        self.clock = clock
         self.log = log
         self.notifier = notifier
+        self.rootLock = rootLock
+        self.readIgnoreFile = readIgnoreFile
+        self.makeWatcher = makeWatcher
         openLimiter = RateLimiter(limit: options.openRateLimit)
-        try makeDirectories(SystemPath(options.stateDirectory), permissions: 0o700)
-        let (store, records) = try JournalRecordStore.open(directory: SystemPath(options.stateDirectory).appending("journal"))
-        // Never paired: no synced entry, and no local marker (a pair of empty folders has the
-        // marker but no entries, and its unmounted cloud folder must be waited for).
-        let marker = SystemPath(options.localRoot).appending(RootMarkers.local)
-        let neverPaired = records.isEmpty && (try? kindOfPath(marker)) == nil
-        try StartupChecks.checkRoots(local: options.localRoot, cloud: options.cloudRoot, firstPairing: neverPaired,
-                                     createsMissing: options.createMissingRoots, kind: { try kindOfPath(SystemPath($0)) })
-        // The embedded default creates both folders. Otherwise the local one is created on the
-        // first pairing only: nothing was synced, so a missing local folder cannot be mistaken
-        // for deleted files. A missing cloud folder may be an unmounted mount point.
-        for root in [options.localRoot, options.cloudRoot]
-        where options.createMissingRoots || (records.isEmpty && root == options.localRoot) {
-            do {
-                try makeDirectories(SystemPath(root))
-            } catch {
-                throw StartupProblem(description: "cannot create the \(root == options.localRoot ? "local" : "cloud") folder \(root): \(error)",
-                                     exitCode: StartupProblem.cannotCreate)
-            }
-        }
-        rootLock = try Self.lockLocalRoot(options)
-        self.store = store
-        log.info("journal: \(store.recoveryDescription); \(records.count) synced entries")
-        let local = DiskFileSystem(root: SystemPath(options.localRoot), protectsOpenWriters: true)
-        let cloud = DiskFileSystem(root: SystemPath(options.cloudRoot),
-                                   temporaryDirectory: RootMarkers.temporary(for: options.engine.deviceName))
-        engine = SyncEngine(local: local, cloud: cloud, store: store, records: records, clock: clock,
-                            settings: options.engine, log: log, rootNames: (options.localRoot, options.cloudRoot))
         let now = clock.monotonicNow
         batcher = EngineBatcherState(batcher: EventBatcher(quietPeriod: options.quietPeriod),
                                      nextRescan: now + options.rescanInterval,
                                      nextPoll: options.cloudPolls ? now + options.pollInterval : nil)
         if options.cloudPolls { batcher.polledSides.insert(.cloud) }
         loadIgnoreRules()
-        startHydration()
         // The watchdog is fed from the engine thread only, between actions and during copies,
         // so a stuck engine stops the pings and systemd restarts the daemon.
         if let interval = notifier.watchdogInterval {
             nextWatchdog = clock.monotonicNow + interval
-            let clock = self.clock
             let due = Mutex<Int64>(clock.monotonicNow + interval)
             engine.onHeartbeat { [notifier] in
                 let now = clock.monotonicNow
@@ -158,36 +145,9 @@ public final class PairRuntime: @unchecked Sendable {
         }
     }
 
-    /// Locks the local folder (one daemon per folder) and says who holds it. A local folder
-    /// missing now (a pair synced before, its disk not mounted) is not locked: it is waited for.
-    static func lockLocalRoot(_ options: RuntimeOptions) throws -> DirectoryLock? {
-        let root = SystemPath(options.localRoot)
-        guard (try? kindOfPath(root)) == .directory else { return nil }
-        guard let lock = try DirectoryLock.acquire(root) else {
-            let identity = try? DirectoryLock.identity(of: root)
-            let holder = identity.flatMap { DirectoryLock.holder(device: $0.device, inode: $0.inode) }
-            var socket: String?
-            if let holder, let identity, let file = servedFile(options, device: identity.device, inode: identity.inode),
-               let text = try? String(contentsOfFile: file, encoding: .utf8) {
-                let lines = text.split(separator: "\n").map(String.init)
-                if lines.count >= 2, lines[0] == "\(holder)" { socket = lines[1] }
-            }
-            throw StartupChecks.alreadyServed(local: options.localRoot, holder: holder, socket: socket)
-        }
-        if let file = servedFile(options, device: lock.device, inode: lock.inode), let socket = options.socketPath {
-            try? makeDirectories(SystemPath(options.servedDirectory!), permissions: 0o700)
-            try? "\(ProcessInfo.processInfo.processIdentifier)\n\(socket)\n".write(toFile: file, atomically: true, encoding: .utf8)
-        }
-        return lock
-    }
-
-    static func servedFile(_ options: RuntimeOptions, device: UInt64, inode: UInt64) -> String? {
-        options.servedDirectory.map { $0 + "/served-\(device)-\(inode)" }
-    }
-
     /// Forgets the note of which folder this daemon serves (at a clean stop).
     func releaseRootLock() {
-        guard let lock = rootLock, let file = Self.servedFile(options, device: lock.device, inode: lock.inode) else { return }
+        guard let lock = rootLock, let file = options.servedFile(device: lock.device, inode: lock.inode) else { return }
         try? FileManager.default.removeItem(atPath: file)
     }
 
@@ -197,7 +157,7 @@ public final class PairRuntime: @unchecked Sendable {
         let path = SystemPath(options.localRoot).appending(SystemPath(".nimbusignore"))
         var bytes: [UInt8] = []
         do {
-            bytes = try ProcessSupport.readFileIfExists(path.description) ?? []
+            bytes = try readIgnoreFile() ?? []
         } catch {
             log.warning("cannot read \(path): \(error); only the default ignore rules apply")
         }
@@ -259,6 +219,15 @@ public final class PairRuntime: @unchecked Sendable {
 
     /// Runs until `stop()`. `onReady` is called once the first full sync is done.
     public func run(onReady: () -> Void = {}) {
+        begin()
+        onReady()
+        loop()
+        finish()
+    }
+
+    /// Starts on the calling thread, which becomes the engine thread: watchers, the first
+    /// full sync, the cache budget.
+    func begin() {
         engine.claimOwnership()
         startWatchers()
         engine.start()
@@ -269,10 +238,11 @@ public final class PairRuntime: @unchecked Sendable {
             checkCacheBudget(now: clock.monotonicNow)
             engine.returnFreeMemory()
         }
-        onReady()
-        loop()
-        // Guarded while the listener still answers, then the listener stops (its readers
-        // answered); the group is closed by its owner after this.
+    }
+
+    /// The clean stop, after the loop: placeholders guarded while the listener still answers,
+    /// then the listener stops (its readers answered); the group is closed by its owner after this.
+    func finish() {
         engine.guardPlaceholders()
         hydration?.stop()
         stopping.store(true, ordering: .sequentiallyConsistent)
@@ -309,11 +279,7 @@ public final class PairRuntime: @unchecked Sendable {
 
     func loop() {
         while true {
-            let usesCache = engine.settings.cacheLimit != nil || engine.settings.evictAfter != nil
-            let pausedNow = engine.isPaused
-            let deadlines = [pausedNow ? nil : batcher.batcher.nextDeadline, engine.nextRetry, batcher.nextRescan, batcher.nextPoll,
-                             usesCache && !pausedNow ? nextCacheCheck : nil,
-                             isHalted ? nextHaltedCheck : nil, nextWatchdog]
+            let wakeUp = nextWakeUp()
             // Going idle after a burst: give back what the burst freed (the initial sync of
             // 10 000 files leaves about 1.5 MiB of free pages behind; trimming after each pass
             // missed what the watchers' echo events freed afterwards).
@@ -321,56 +287,86 @@ public final class PairRuntime: @unchecked Sendable {
                 engine.returnFreeMemory()
                 workSinceTrim = 0
             }
-            for message in inbox.wait(until: deadlines.compactMap { $0 }.min(), clock: clock) {
-                switch message {
-                case .stop: return
-                case .run(let work): work()
-                case .events(let side, let events):
-                    workSinceTrim += events.count
-                    absorb(events, from: side)
-                case .watcherStopped(let side):
-                    watchers[side] = nil
-                    batcher.polledSides.insert(side)
-                    if batcher.nextPoll == nil { batcher.nextPoll = clock.monotonicNow + options.pollInterval }
-                }
+            guard handle(inbox.wait(until: wakeUp, clock: clock)) else { return }
+            turn()
+        }
+    }
+
+    /// For tests driving the runtime on their own thread: handles what was posted and does
+    /// what is due now, without waiting. False once stopped.
+    func step() -> Bool {
+        guard handle(inbox.wait(until: 0, clock: clock)) else { return false }
+        turn()
+        return true
+    }
+
+    /// The earliest deadline of the batcher, the retries and the timers.
+    func nextWakeUp() -> Int64? {
+        let usesCache = engine.settings.cacheLimit != nil || engine.settings.evictAfter != nil
+        let paused = engine.isPaused
+        let deadlines = [paused ? nil : batcher.batcher.nextDeadline, engine.nextRetry, batcher.nextRescan, batcher.nextPoll,
+                         usesCache && !paused ? nextCacheCheck : nil,
+                         isHalted ? nextHaltedCheck : nil, nextWatchdog]
+        return deadlines.compactMap { $0 }.min()
+    }
+
+    /// Handles posted messages; false at `stop`.
+    func handle(_ messages: [Message]) -> Bool {
+        for message in messages {
+            switch message {
+            case .stop: return false
+            case .run(let work): work()
+            case .events(let side, let events):
+                workSinceTrim += events.count
+                absorb(events, from: side)
+            case .watcherStopped(let side):
+                watchers[side] = nil
+                batcher.polledSides.insert(side)
+                if batcher.nextPoll == nil { batcher.nextPoll = clock.monotonicNow + options.pollInterval }
             }
-            let now = clock.monotonicNow
-            if let interval = notifier.watchdogInterval, let due = nextWatchdog, now >= due {
-                engine.heartbeat()
-                nextWatchdog = now + interval
-            }
-            for path in engine.dueRetries() { batcher.batcher.add(.settled(path), now: now) }
-            let paused = engine.isPaused
-            if !paused && !isHalted { checkCacheBudget(now: now) }
-            // While halted (a root missing or not ours), look again every few seconds; not at
-            // every wake-up, since looking reads the root markers, which wakes the watcher.
-            if now >= batcher.nextRescan || (isHalted && now >= nextHaltedCheck) {
-                batcher.batcher.add(.rescanAll, now: now)
-                batcher.nextRescan = now + options.rescanInterval
-                nextHaltedCheck = now + Self.haltedCheckInterval
-            }
-            if let poll = batcher.nextPoll, now >= poll {
-                batcher.batcher.add(.rescanAll, now: now)
-                batcher.nextPoll = now + options.pollInterval
-            }
-            guard !paused, let batch = batcher.batcher.take(now: now) else { continue }
-            switch batch {
-            case .everything:
-                loadIgnoreRules()
-                engine.sync(nil)
-                workSinceTrim += Self.trimAfterWork
-            case .paths(let paths):
-                if paths.contains(RootMarkers.ignoreFile) { loadIgnoreRules() }
-                engine.sync(paths)
-                workSinceTrim += paths.count
-            }
-            if !isHalted { restartMissingWatchers() }
-            pruneVersionsIfDue(now: now, afterFullScan: batch == .everything)
-            let line = statusLine()
-            if line != lastStatus {
-                lastStatus = line
-                notifier.status(line)
-            }
+        }
+        return true
+    }
+
+    /// Does what is due now: the watchdog, retries, the cache budget, rescans, and a sync of
+    /// the batch that has settled.
+    func turn() {
+        let now = clock.monotonicNow
+        if let interval = notifier.watchdogInterval, let due = nextWatchdog, now >= due {
+            engine.heartbeat()
+            nextWatchdog = now + interval
+        }
+        for path in engine.dueRetries() { batcher.batcher.add(.settled(path), now: now) }
+        let paused = engine.isPaused
+        if !paused && !isHalted { checkCacheBudget(now: now) }
+        // While halted (a root missing or not ours), look again every few seconds; not at
+        // every wake-up, since looking reads the root markers, which wakes the watcher.
+        if now >= batcher.nextRescan || (isHalted && now >= nextHaltedCheck) {
+            batcher.batcher.add(.rescanAll, now: now)
+            batcher.nextRescan = now + options.rescanInterval
+            nextHaltedCheck = now + Self.haltedCheckInterval
+        }
+        if let poll = batcher.nextPoll, now >= poll {
+            batcher.batcher.add(.rescanAll, now: now)
+            batcher.nextPoll = now + options.pollInterval
+        }
+        guard !paused, let batch = batcher.batcher.take(now: now) else { return }
+        switch batch {
+        case .everything:
+            loadIgnoreRules()
+            engine.sync(nil)
+            workSinceTrim += Self.trimAfterWork
+        case .paths(let paths):
+            if paths.contains(RootMarkers.ignoreFile) { loadIgnoreRules() }
+            engine.sync(paths)
+            workSinceTrim += paths.count
+        }
+        if !isHalted { restartMissingWatchers() }
+        pruneVersionsIfDue(now: now, afterFullScan: batch == .everything)
+        let line = statusLine()
+        if line != lastStatus {
+            lastStatus = line
+            notifier.status(line)
         }
     }
 
@@ -387,86 +383,5 @@ public final class PairRuntime: @unchecked Sendable {
         guard !isHalted, overLimit || (afterFullScan && now >= nextPrune) else { return }
         engine.pruneVersions()
         nextPrune = now + Self.pruneInterval
-    }
-
-    // MARK: - Watching
-
-    func startWatchers() {
-        for side in Side.allCases where !(side == .cloud && options.cloudPolls) {
-            startWatcher(side)
-        }
-    }
-
-    func restartMissingWatchers() {
-        for side in Side.allCases where watchers[side] == nil && !(side == .cloud && options.cloudPolls) {
-            if startWatcher(side) { batcher.polledSides.remove(side) }
-        }
-        if batcher.polledSides.isEmpty { batcher.nextPoll = nil }
-    }
-
-    @discardableResult
-    func startWatcher(_ side: Side) -> Bool {
-        let root = side == .local ? options.localRoot : options.cloudRoot
-        // Opens in the local folder: placeholders to download, last use for the cache budget.
-        let options = TreeWatcher.Options(reportsOpens: side == .local,
-                                          exclude: { path in side == .cloud && path == RootMarkers.cloudDirectory })
-        let watcher: TreeWatcher
-        do {
-            watcher = try TreeWatcher(root: SystemPath(root), options: options)
-        } catch {
-            log.warning("cannot watch the \(side) folder \(root): \(error); it is scanned every \(self.options.pollInterval / 1_000_000_000) s instead")
-            batcher.polledSides.insert(side)
-            if batcher.nextPoll == nil { batcher.nextPoll = clock.monotonicNow + self.options.pollInterval }
-            return false
-        }
-        watchers[side] = watcher
-        let inbox = self.inbox
-        ProcessSupport.detachThread(name: "nimbus-watch-\(side)") { [self] in
-            while !stopping.load(ordering: .sequentiallyConsistent) {
-                do {
-                    let events = try watcher.next(timeout: nil)
-                    if events.isEmpty { continue }
-                    inbox.post(.events(side, events))
-                    if events.contains(where: { $0.kind == .rootRemoved }) { break }
-                } catch {
-                    break
-                }
-            }
-            inbox.post(.watcherStopped(side))
-        }
-        return true
-    }
-
-    /// Turns watch events into batcher hints. Events are hints: the scan decides.
-    func absorb(_ events: [WatchEvent], from side: Side) {
-        let now = clock.monotonicNow
-        for event in events.pairingMoves() {
-            switch event.kind {
-            case .created where !event.isDirectory:
-                // A new file is usually still open for writing; links and symlinks are not.
-                let kind = try? engine.system(side).metadata(of: event.path)?.kind
-                batcher.batcher.add(kind == .file ? .writing(event.path) : .settled(event.path), now: now)
-            case .modified:
-                batcher.batcher.add(.writing(event.path), now: now)
-            case .moved(let from):
-                batcher.batcher.add(.settled(from), now: now)
-                batcher.batcher.add(.settled(event.path), now: now)
-            case .deleted, .movedFrom:
-                batcher.batcher.add(.deleted(event.path), now: now)
-            case .opened:
-                if side == .local { opened(event.path) }
-            case .overflow:
-                log.warning("the \(side) folder changed faster than inotify could report (queue overflow): rescanning it")
-                batcher.batcher.add(.rescanAll, now: now)
-            case .rootRemoved:
-                batcher.batcher.add(.rescanAll, now: now)
-            case .watchLimitReached(let limit):
-                log.warning("\(limit)")
-                batcher.polledSides.insert(side)
-                if batcher.nextPoll == nil { batcher.nextPoll = now + options.pollInterval }
-            default:
-                batcher.batcher.add(.settled(event.path), now: now)
-            }
-        }
     }
 }

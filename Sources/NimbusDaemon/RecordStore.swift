@@ -11,6 +11,12 @@ public protocol RecordStore: AnyObject {
     func commit() throws
     /// Rewrites the store compactly when its log has grown; `all` is the live content.
     func compactIfNeeded(_ all: @autoclosure () -> [(key: RelativePath, value: PathRecord)]) throws
+    /// Closes the store at a clean stop.
+    func close() throws
+}
+
+extension RecordStore {
+    public func close() throws {}
 }
 
 /// The real store: a `Journal` (DESIGN §6) in the pair's state directory.

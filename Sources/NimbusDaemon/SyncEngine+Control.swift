@@ -25,6 +25,9 @@ extension SyncEngine {
         return state.withLock { $0.index[target]?.isPlaceholder == true && $0.index[path]?.isPlaceholder != false }
     }
 
+    /// Every synced path's record, as the journal has it.
+    var records: [RelativePath: PathRecord] { state.withLock { $0.index.records } }
+
     /// The paths whose deletion the mass-delete guard holds.
     public var heldDeletePaths: Set<RelativePath> { state.withLock { Set($0.heldDeletes.map(\.path)) } }
 

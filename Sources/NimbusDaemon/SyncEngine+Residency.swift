@@ -1,14 +1,15 @@
 import NimbusCore
 import NimbusSystem
 
+/// Who asked for a download: a person may go below `min-free-space`, automatic downloads
+/// (opening a placeholder) may not. Neither may fill the disk.
+public enum DownloadRequest: Sendable {
+    case explicit
+    case automatic
+}
+
 /// Download, evict, pin and unpin (DESIGN §5). All run on the engine thread, between passes.
 extension SyncEngine {
-    /// Who asked for a download: a person may go below `min-free-space`, automatic downloads
-    /// (opening a placeholder) may not. Neither may fill the disk.
-    public enum DownloadRequest: Sendable {
-        case explicit
-        case automatic
-    }
 
     /// Free space no download may take, whoever asked.
     static var hardFreeSpaceReserve: Int64 { 16 << 20 }

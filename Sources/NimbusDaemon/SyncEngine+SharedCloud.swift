@@ -29,6 +29,12 @@ extension SyncEngine {
         log.notice("cloud folder filesystem: \(capabilities); written with \(chosen)")
     }
 
+    /// Checks the cloud as written with `writeProtocol` from now on, without probing it (tests
+    /// of a shared cloud over an in-memory filesystem).
+    func assumeCloudWriteProtocol(_ writeProtocol: WriteProtocol) {
+        state.withLock { $0.status.cloudWriteProtocol = writeProtocol }
+    }
+
     /// Whether the base must hold every cloud file's content hash, and replaced files be checked against it.
     var verifiesCloudContent: Bool { state.withLock { $0.status.cloudWriteProtocol.verifiesContent } }
 

@@ -12,9 +12,7 @@ import NimbusSystem
     func sharedPair() -> Pair {
         let pair = Pair()
         pair.engine.start()
-        pair.engine.state.withLock {
-            $0.status.cloudWriteProtocol = WriteProtocol(replace: .moveAside, create: .exclusiveOpen, verifiesContent: true)
-        }
+        pair.engine.assumeCloudWriteProtocol(WriteProtocol(replace: .moveAside, create: .exclusiveOpen, verifiesContent: true))
         return pair
     }
 

@@ -133,7 +133,7 @@ struct SimulationRun {
     /// Content that must survive a pass: everything, except a synced (base) copy whose twin on
     /// the other side the user has since changed — the design lets that copy be replaced.
     func preciousContents() -> [String: [RelativePath]] {
-        let records = engine.state.withLock { $0.index.records }
+        let records = engine.records
         var result: [String: [RelativePath]] = [:]
         for (side, disk, other) in [(Side.local, localDisk, cloudDisk), (.cloud, cloudDisk, localDisk)] {
             // Records by inode, so a synced file that was moved since is still recognised.
@@ -269,7 +269,7 @@ extension SimulationRun {
     /// Each local placeholder must stand for a cloud file of its size; both are then left out
     /// of the comparison of the two sides.
     func matchPlaceholders(_ local: inout [RelativePath: String], _ cloud: inout [RelativePath: String]) throws {
-        let records = engine.state.withLock { $0.index.records }
+        let records = engine.records
         for (path, node) in localDisk.snapshot() {
             guard case .file(let bytes) = node.content else { continue }
             let target: RelativePath

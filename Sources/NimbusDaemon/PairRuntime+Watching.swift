@@ -1,0 +1,95 @@
+import NimbusCore
+import NimbusSystem
+
+/// What the runtime needs of a folder's watcher: `TreeWatcher` in nimbusd, a fake in tests.
+/// `next` blocks on the side's own thread; `wake` and `close` come from the engine thread.
+public protocol TreeWatching: AnyObject, Sendable {
+    /// The next events; blocks until there are some, or `wake` was called (then it may return none).
+    func next(timeout: Duration?) throws -> [WatchEvent]
+    func wake()
+    func close()
+}
+
+extension TreeWatcher: TreeWatching {}
+
+/// Watching both folders (DESIGN §8): a thread per side turns events into batcher hints.
+extension PairRuntime {
+    func startWatchers() {
+        for side in Side.allCases where !(side == .cloud && options.cloudPolls) {
+            startWatcher(side)
+        }
+    }
+
+    func restartMissingWatchers() {
+        for side in Side.allCases where watchers[side] == nil && !(side == .cloud && options.cloudPolls) {
+            if startWatcher(side) { batcher.polledSides.remove(side) }
+        }
+        if batcher.polledSides.isEmpty { batcher.nextPoll = nil }
+    }
+
+    @discardableResult
+    func startWatcher(_ side: Side) -> Bool {
+        let root = side == .local ? options.localRoot : options.cloudRoot
+        // Opens in the local folder: placeholders to download, last use for the cache budget.
+        let options = TreeWatcher.Options(reportsOpens: side == .local,
+                                          exclude: { path in side == .cloud && path == RootMarkers.cloudDirectory })
+        let watcher: Watcher
+        do {
+            watcher = try makeWatcher(side, SystemPath(root), options)
+        } catch {
+            log.warning("cannot watch the \(side) folder \(root): \(error); it is scanned every \(self.options.pollInterval / 1_000_000_000) s instead")
+            batcher.polledSides.insert(side)
+            if batcher.nextPoll == nil { batcher.nextPoll = clock.monotonicNow + self.options.pollInterval }
+            return false
+        }
+        watchers[side] = watcher
+        let inbox = self.inbox
+        ProcessSupport.detachThread(name: "nimbus-watch-\(side)") { [self] in
+            while !stopping.load(ordering: .sequentiallyConsistent) {
+                do {
+                    let events = try watcher.next(timeout: nil)
+                    if events.isEmpty { continue }
+                    inbox.post(.events(side, events))
+                    if events.contains(where: { $0.kind == .rootRemoved }) { break }
+                } catch {
+                    break
+                }
+            }
+            inbox.post(.watcherStopped(side))
+        }
+        return true
+    }
+
+    /// Turns watch events into batcher hints. Events are hints: the scan decides.
+    func absorb(_ events: [WatchEvent], from side: Side) {
+        let now = clock.monotonicNow
+        for event in events.pairingMoves() {
+            switch event.kind {
+            case .created where !event.isDirectory:
+                // A new file is usually still open for writing; links and symlinks are not.
+                let kind = try? engine.system(side).metadata(of: event.path)?.kind
+                batcher.batcher.add(kind == .file ? .writing(event.path) : .settled(event.path), now: now)
+            case .modified:
+                batcher.batcher.add(.writing(event.path), now: now)
+            case .moved(let from):
+                batcher.batcher.add(.settled(from), now: now)
+                batcher.batcher.add(.settled(event.path), now: now)
+            case .deleted, .movedFrom:
+                batcher.batcher.add(.deleted(event.path), now: now)
+            case .opened:
+                if side == .local { opened(event.path) }
+            case .overflow:
+                log.warning("the \(side) folder changed faster than inotify could report (queue overflow): rescanning it")
+                batcher.batcher.add(.rescanAll, now: now)
+            case .rootRemoved:
+                batcher.batcher.add(.rescanAll, now: now)
+            case .watchLimitReached(let limit):
+                log.warning("\(limit)")
+                batcher.polledSides.insert(side)
+                if batcher.nextPoll == nil { batcher.nextPoll = now + options.pollInterval }
+            default:
+                batcher.batcher.add(.settled(event.path), now: now)
+            }
+        }
+    }
+}

@@ -1,0 +1,109 @@
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+import NimbusCore
+import NimbusProtocol
+import NimbusSystem
+@testable import NimbusDaemon
+
+/// A pair the control server can serve without an engine: it answers from what the test set,
+/// runs engine-thread work on a queue of its own, and notes what it was asked.
+final class FakeControlContext: ControlContext, @unchecked Sendable {
+    struct Record {
+        var paused = false
+        var status = EngineStatus()
+        var entries: [RelativePath: EntryInfo] = [:]
+        var asked: [String] = []
+    }
+    let record = Mutex(Record())
+    let engineThread = DispatchQueue(label: "fake.engine")
+    let locks = PathLocks()
+
+    private func note(_ what: String) { record.withLock { $0.asked.append(what) } }
+    var asked: [String] { record.withLock { $0.asked } }
+
+    func perform(_ work: @escaping @Sendable () -> Void) { engineThread.async(execute: work) }
+    func setPaused(_ paused: Bool) {
+        perform { [self] in
+            record.withLock {
+                $0.paused = paused
+                $0.status.phase = paused ? .paused : .idle
+            }
+        }
+    }
+    func download(_ path: RelativePath, _ request: DownloadRequest, completion: @escaping DownloadCompletion) {
+        perform { [self] in
+            note("download \(path) \(request)")
+            completion(.success(entry(path)))
+        }
+    }
+    func syncSoon(_ paths: [RelativePath]) { note("syncSoon \(paths)") }
+    var isPaused: Bool { record.withLock { $0.paused } }
+    var status: EngineStatus { record.withLock { $0.status } }
+    var conflictCount: Int { 0 }
+    var errorCount: Int { 0 }
+    var deviceName: String { "fake-device" }
+    func onEvent(_ handler: (@Sendable (EngineEvent) -> Void)?) {}
+    func entry(_ path: RelativePath) -> EntryInfo? { record.withLock { $0.entries[path] } }
+    func listEntries(under directory: RelativePath, recursive: Bool) throws -> [EntryInfo] {
+        record.withLock { Array($0.entries.values) }.sorted { $0.path < $1.path }
+    }
+    func conflicts() -> [Conflict] { [] }
+    func residentPath(_ path: RelativePath) throws -> RelativePath { path }
+    func isPlaceholder(_ path: RelativePath) -> Bool { entry(path)?.state == .notDownloaded }
+    func localMetadata(of path: RelativePath) throws -> FileMetadata? { nil }
+    func versions(of path: RelativePath) throws -> [VersionStore.Version] { [] }
+    func allVersions(under folder: RelativePath) throws -> [(file: RelativePath, version: VersionStore.Version)] { [] }
+    func restorePlan(_ path: RelativePath, versionID: String?, at time: Int64?, to target: RelativePath?) throws -> [RestorePlanItem] { [] }
+    func sync(_ paths: Set<RelativePath>?) { note("sync") }
+    func resolve(_ path: RelativePath, keep choice: ConflictChoice) throws { note("resolve \(path)") }
+    func restore(_ items: [RestorePlanItem]) throws {}
+    func pruneVersions() -> (removed: Int, removedBytes: Int64)? { (0, 0) }
+    func confirmDeletes() -> Int { note("confirmDeletes"); return 3 }
+    func revertDeletes() -> Int { 0 }
+    func evict(_ path: RelativePath) throws -> EntryInfo? { note("evict \(path)"); return entry(path) }
+    func pin(_ path: RelativePath) throws -> EntryInfo? { entry(path) }
+    func unpin(_ path: RelativePath) throws -> EntryInfo? { entry(path) }
+}
+
+/// The control server and its handler over a fake pair: the protocol without a daemon.
+@Suite struct ControlHandlerTests {
+    /// A server on a socket in a fresh private directory, serving `pair`.
+    static func serve(_ pair: FakeControlContext) throws -> (ControlServer, SocketClient) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-handler-\(UUID().uuidString)").path
+        let socket = directory + "/s.sock"
+        let setup = ControlSetup(pair: pair, instance: "test", localRoot: "/L", cloudRoot: "/C", startedAtNs: 0)
+        let server = try ControlServer(socketPath: socket, setup: setup, log: .silent)
+        server.start()
+        return (server, try SocketClient(socket))
+    }
+
+    @Test func answersFromTheContextAndAsksItsEngineThread() throws {
+        let pair = FakeControlContext()
+        let file = EntryInfo(path: rp("a.txt"), kind: .file, size: 2, mtime: 5, state: .downloaded, conflictCopy: nil, residency: .auto)
+        pair.record.withLock {
+            $0.status.phase = .idle
+            $0.status.tracked = 7
+            $0.entries[file.path] = file
+        }
+        let (server, client) = try Self.serve(pair)
+        defer { server.stop() }
+
+        let status = try client.result("status")
+        #expect(status["tracked"]?.int == 7 && status["deviceName"]?.string == "fake-device" && status["paused"]?.bool == false)
+        let stat = try client.result("stat", #"{"path":"a.txt"}"#)
+        #expect(stat["state"]?.string == "downloaded" && stat["size"]?.int == 2)
+        #expect(try client.call("stat", #"{"path":"missing"}"#).errorName == "not_found")
+
+        #expect(try client.result("pause")["paused"]?.bool == true)
+        #expect(pair.isPaused)
+        #expect(try client.call("rescan").errorName == "paused", "a paused pair refuses work that copies")
+        #expect(try client.call("evict", #"{"path":"a.txt"}"#).errorName == "paused")
+        #expect(try client.result("resume")["paused"]?.bool == false)
+        #expect(try client.result("rescan")["tracked"]?.int == 7)
+        #expect(try client.result("confirmDeletes")["count"]?.int == 3)
+        #expect(try client.result("download", #"{"path":"a.txt"}"#)["state"]?.string == "downloaded")
+        #expect(pair.asked == ["sync", "confirmDeletes", "download a.txt explicit"])
+    }
+}

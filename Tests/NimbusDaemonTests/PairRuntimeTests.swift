@@ -1,0 +1,79 @@
+import Foundation
+import Synchronization
+import Testing
+import NimbusCore
+import NimbusSimulation
+import NimbusSystem
+@testable import NimbusDaemon
+
+/// The runtime without a process (issue 15): events in through a fake watcher, time from a
+/// manual clock, files in memory. Each test drives it on its own thread, which is the engine
+/// thread from `begin` on.
+@Suite struct PairRuntimeTests {
+    @Test func aWatchedChangeIsSyncedOnceItSettles() throws {
+        let pair = MemoryRuntime()
+        pair.runtime.begin()
+        defer { pair.runtime.finish() }
+        try pair.local.write(rp("notes.txt"), "hello")
+        pair.watcher(.local)?.push([WatchEvent(.created, rp("notes.txt"), isDirectory: false)])
+        try pair.stepUntil("notes.txt reaches the cloud") { pair.content(pair.cloud, "notes.txt") == "hello" }
+        #expect(pair.runtime.statusLine().hasPrefix("Synced "))
+    }
+
+    @Test func whilePausedNothingIsCopiedAndResumingCatchesUp() throws {
+        let pair = MemoryRuntime()
+        let runtime = pair.runtime
+        runtime.begin()
+        defer { runtime.finish() }
+        runtime.setPaused(true)
+        #expect(runtime.step())
+        #expect(runtime.engine.isPaused && runtime.isPaused, "the engine holds the one record of it")
+        #expect(runtime.engine.status.phase == .paused)
+        #expect(runtime.statusLine().hasPrefix("Paused"))
+
+        try pair.local.write(rp("a"), "one")
+        pair.watcher(.local)?.push([WatchEvent(.created, rp("a"), isDirectory: false)])
+        // The event is taken in (the batcher waits on it), and the clock passes its quiet period.
+        try pair.stepUntil("the event is taken in") { runtime.batcher.batcher.nextDeadline != nil }
+        pair.clock.advance(by: runtime.options.quietPeriod * 2)
+        #expect(runtime.step())
+        #expect(pair.content(pair.cloud, "a") == nil, "nothing is copied while paused")
+        let refused = Mutex<Result<EntryInfo?, any Error>?>(nil)
+        runtime.download(rp("a"), .explicit) { result in refused.withLock { $0 = result } }
+        #expect(runtime.step())
+        #expect(throws: EngineRequestError.self) { try refused.withLock { $0 }?.get() }
+
+        runtime.setPaused(false)
+        try pair.stepUntil("a reaches the cloud after resuming") { pair.content(pair.cloud, "a") == "one" }
+        #expect(!runtime.engine.isPaused && runtime.engine.status.phase == .idle)
+    }
+
+    @Test func stoppingMidPassLeavesAConsistentPairThatTheNextStartFinishes() throws {
+        let pair = MemoryRuntime()
+        let count = 200
+        pair.runtime.begin()
+        for i in 0..<count { try pair.local.write(rp("d/f\(i)"), "content \(i)") }
+        // SIGTERM arrives a quarter of the way through the pass.
+        let beats = Mutex(0)
+        let runtime = pair.runtime
+        runtime.engine.onHeartbeat {
+            if beats.withLock({ $0 += 1; return $0 }) == count / 4 { runtime.stop() }
+        }
+        runtime.requestRescan()
+        try pair.stepUntil("the pass has begun and stopped") { runtime.engine.isStopping && !runtime.step() }
+        runtime.finish()
+        let copied = (0..<count).filter { pair.content(pair.cloud, "d/f\($0)") != nil }.count
+        #expect(copied > 0 && copied < count / 2, "the pass stops between files, about a quarter of the way (\(copied) copied)")
+        for (path, record) in pair.store.committed where record.base.kind == .file {
+            #expect(pair.content(pair.cloud, path.description) == pair.content(pair.local, path.description), "\(path)")
+        }
+
+        pair.restart()
+        pair.runtime.begin()
+        pair.runtime.finish()
+        for i in 0..<count {
+            #expect(pair.content(pair.local, "d/f\(i)") == "content \(i)")
+            #expect(pair.content(pair.cloud, "d/f\(i)") == "content \(i)")
+        }
+    }
+}
