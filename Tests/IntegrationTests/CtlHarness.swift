@@ -88,15 +88,16 @@ final class CtlDaemon: NimbusdProcess, @unchecked Sendable {
     }
 
     /// Runs `body` with a started daemon, and stops it (and removes its folders) whatever
-    /// happens: an async stop cannot live in a defer.
+    /// happens: an async stop cannot live in a defer. A failure carries the end of the log.
     static func with(_ body: (CtlDaemon) async throws -> Void) async throws {
         let daemon = try CtlDaemon()
         do {
             try await daemon.start()
             try await body(daemon)
         } catch {
+            let failure = HarnessFailure("\(error)\n\(daemon.logTail())")
             await daemon.stop()
-            throw error
+            throw failure
         }
         await daemon.stop()
     }

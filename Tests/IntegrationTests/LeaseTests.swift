@@ -10,16 +10,6 @@ import NimbusTestSupport
 /// take turns, and lock passes on its command's exit status.
 @Suite(.timeLimit(.minutes(3)))
 struct LeaseTests {
-    func withDaemon(_ body: (CtlDaemon) async throws -> Void) async throws {
-        try await CtlDaemon.with { daemon in
-            do {
-                try await body(daemon)
-            } catch {
-                throw HarnessFailure("\(error)\n\(daemon.logTail())")
-            }
-        }
-    }
-
     /// The leases held or waited for by connections (the daemon's own locks left out).
     func clientLeases(_ d: CtlDaemon) async throws -> [[String: Any]] {
         let result = try await d.ctl(["--json", "locks"])
@@ -42,7 +32,7 @@ struct LeaseTests {
     }
 
     @Test func aWriterUnderAnExclusiveLeaseIsNeverUploadedHalfWritten() async throws {
-        try await withDaemon { d in
+        try await CtlDaemon.with { d in
             let old = "old\n"
             try d.write("db.txt", old)
             try await d.waitForCloud("db.txt", old)
@@ -85,7 +75,7 @@ struct LeaseTests {
     }
 
     @Test func aKilledHolderLosesItsLeaseAndSyncResumes() async throws {
-        try await withDaemon { d in
+        try await CtlDaemon.with { d in
             try d.write("k.txt", "before")
             try await d.waitForCloud("k.txt", "before")
             let pidFile = d.root + "/child.pid"
@@ -116,7 +106,7 @@ struct LeaseTests {
     /// The shell sends Ctrl-C to the whole foreground group: it is for the command, and
     /// nimbusctl must outlive it to release the lease afterwards (as `system(3)` does).
     @Test func anInterruptWhileTheCommandRunsIsForTheCommand() async throws {
-        try await withDaemon { d in
+        try await CtlDaemon.with { d in
             try d.write("i.txt", "i")
             let holder = try d.background(["lock", "i.txt", "--", "sh", "-c", "kill -INT $PPID; kill -QUIT $PPID; sleep 0.3; exit 5"])
             try await holder.waitForExit(timeout: .seconds(10))
@@ -126,7 +116,7 @@ struct LeaseTests {
     }
 
     @Test func exclusiveLeasesOnOnePathTakeTurns() async throws {
-        try await withDaemon { d in
+        try await CtlDaemon.with { d in
             try d.write("x.txt", "x")
             let log = d.root + "/turns.log"
             // Each holder keeps its lease until the test lets it go (a stop file), however slow
@@ -151,7 +141,7 @@ struct LeaseTests {
     }
 
     @Test func aSharedFolderLeaseAndAnExclusiveFileLeaseInsideExcludeEachOther() async throws {
-        try await withDaemon { d in
+        try await CtlDaemon.with { d in
             try d.write("F/f.txt", "f")
             // Shared on the folder held: exclusive on a file inside is busy.
             let reader = try d.background(["lock", "--shared", "F", "--", "sh", "-c",
@@ -183,7 +173,7 @@ struct LeaseTests {
     }
 
     @Test func lockPassesOnTheExitStatusAndReleases() async throws {
-        try await withDaemon { d in
+        try await CtlDaemon.with { d in
             try d.write("s.txt", "s")
             let failed = try await d.ctl(["lock", "s.txt", "--", "false"])
             #expect(failed.status == 1, "\(failed)")

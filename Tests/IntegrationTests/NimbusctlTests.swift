@@ -7,19 +7,8 @@ import NimbusTestSupport
 /// `--json` form, and the exit statuses 0, 1, 2 and 69.
 @Suite(.timeLimit(.minutes(3)))
 struct NimbusctlTests {
-    /// Runs `body` with a started daemon, and stops it whatever happens.
-    func withDaemon(_ body: (CtlDaemon) async throws -> Void) async throws {
-        try await CtlDaemon.with { daemon in
-            do {
-                try await body(daemon)
-            } catch {
-                throw HarnessFailure("\(error)\n\(daemon.logTail())")
-            }
-        }
-    }
-
     @Test func status() async throws {
-        try await withDaemon { d in
+        try await CtlDaemon.with { d in
             let human = try await d.ctl(["status"])
             #expect(human.status == 0, "\(human)")
             #expect(human.stdout.contains("Local     \(d.local)"), "\(human)")
@@ -36,7 +25,7 @@ struct NimbusctlTests {
     }
 
     @Test func listAndInfoFromInsideAndOutsideTheFolder() async throws {
-        try await withDaemon { d in
+        try await CtlDaemon.with { d in
             try d.write("a.txt", "hello")
             try d.write("Docs/r.txt", "report")
             try await d.waitForCloud("Docs/r.txt", "report")
@@ -81,7 +70,7 @@ struct NimbusctlTests {
     }
 
     @Test func evictPinAndDownloadInMirrorMode() async throws {
-        try await withDaemon { d in
+        try await CtlDaemon.with { d in
             try d.write("a.txt", "hello")
             try await d.waitForCloud("a.txt", "hello")
             #expect(try await d.ctl(["pin", "a.txt"]).status == 0)
@@ -106,7 +95,7 @@ struct NimbusctlTests {
     }
 
     @Test func conflictsAndResolve() async throws {
-        try await withDaemon { d in
+        try await CtlDaemon.with { d in
             try d.write("notes.txt", "base")
             try await d.waitForCloud("notes.txt", "base")
             #expect(try await d.ctl(["conflicts"]).stdout == "No conflicts.\n")
@@ -138,7 +127,7 @@ struct NimbusctlTests {
     }
 
     @Test func versionsAndRestore() async throws {
-        try await withDaemon { d in
+        try await CtlDaemon.with { d in
             try d.write("r.txt", "one")
             try await d.waitForCloud("r.txt", "one")
             try d.write("r.txt", "two, longer")
@@ -168,7 +157,7 @@ struct NimbusctlTests {
     }
 
     @Test func pauseResumeRescanAndHeldDeletes() async throws {
-        try await withDaemon { d in
+        try await CtlDaemon.with { d in
             let paused = try await d.ctl(["pause"])
             #expect(paused.status == 0 && paused.stdout.contains("Paused"), "\(paused)")
             #expect(try await d.ctl(["--json", "status"]).json()["paused"] as? Bool == true)
@@ -191,7 +180,7 @@ struct NimbusctlTests {
     }
 
     @Test func watchPrintsEventsUntilTheDaemonGoesAway() async throws {
-        try await withDaemon { daemon in try await watch(daemon) }
+        try await CtlDaemon.with { daemon in try await watch(daemon) }
     }
 
     func watch(_ daemon: CtlDaemon) async throws {

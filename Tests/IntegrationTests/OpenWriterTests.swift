@@ -50,6 +50,30 @@ struct OpenWriterTests {
             guard self == .sqlite else { return "go\n" }
             return "begin;\n" + (0..<20).map { "insert into t values('local\($0)');\n" }.joined() + "commit;\n.quit\n"
         }
+
+        /// Starts the program on `file` and waits until it holds the file open; it writes when
+        /// `go` comes on `input`. Kill `process` in a defer.
+        func launch(file: String, in sandbox: SyncSandbox) async throws -> (process: Process, input: FileHandle) {
+            let ready = sandbox.root + "/ready"
+            let (program, arguments) = command(file: file, ready: ready)
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: program)
+            process.arguments = arguments
+            let input = Pipe()
+            process.standardInput = input
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            input.fileHandleForWriting.write(Data(start(ready: ready).utf8))
+            do {
+                try await sandbox.eventually("\(self) has \(file) open", timeout: .seconds(30)) {
+                    SyncFiles.exists(Array(ready.utf8)) ? nil : "no \(ready) yet"
+                }
+            } catch {
+                process.killAndWait()
+                throw error
+            }
+            return (process, input.fileHandleForWriting)
+        }
     }
 
     static func sqlite(_ database: String, _ statement: String, readOnly: Bool = false) -> (status: Int32, output: String) {
@@ -82,18 +106,8 @@ struct OpenWriterTests {
         try await daemon.start()
         try await sandbox.converge("first sync", local, cloud, timeout: .seconds(30)) { SyncFiles.exists(SyncFiles.join(cloud, name)) ? nil : "\(name) not in the cloud" }
 
-        let ready = sandbox.root + "/ready"
-        let (program, arguments) = writer.command(file: local + "/" + name, ready: ready)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: program)
-        process.arguments = arguments
-        let input = Pipe()
-        process.standardInput = input
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
+        let (process, input) = try await writer.launch(file: local + "/" + name, in: sandbox)
         defer { process.killAndWait() }
-        input.fileHandleForWriting.write(Data(writer.start(ready: ready).utf8))
-        try await sandbox.eventually("\(writer) has \(name) open", timeout: .seconds(30)) { SyncFiles.exists(Array(ready.utf8)) ? nil : "no \(ready) yet" }
 
         // The cloud copy changes while the program keeps the file open.
         let mark = daemon.logMark
@@ -109,8 +123,8 @@ struct OpenWriterTests {
             if !daemon.logLines(containing: "open for writing", since: mark).isEmpty { return nil }
             return try SyncFiles.read(SyncFiles.join(local, name)) == SyncFiles.read(SyncFiles.join(cloud, name)) ? nil : "not yet"
         }
-        input.fileHandleForWriting.write(Data(writer.go.utf8))
-        try input.fileHandleForWriting.close()
+        input.write(Data(writer.go.utf8))
+        try input.close()
         #expect(try await process.exited(within: .seconds(30)), "\(writer) did not finish")
 
         let stem = String(name.split(separator: ".")[0]), ext = String(name.split(separator: ".")[1])
@@ -142,16 +156,8 @@ struct OpenWriterTests {
         try await daemon.start()
         try await sandbox.converge("first sync", local, cloud, timeout: .seconds(30)) { try SyncExpect.file(cloud, "log.txt", "base\n") }
 
-        let ready = sandbox.root + "/ready"
-        let (program, arguments) = Writer.shell.command(file: local + "/log.txt", ready: ready)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: program)
-        process.arguments = arguments
-        let input = Pipe()
-        process.standardInput = input
-        try process.run()
+        let (process, input) = try await Writer.shell.launch(file: local + "/log.txt", in: sandbox)
         defer { process.killAndWait() }
-        try await sandbox.eventually("the shell has log.txt open", timeout: .seconds(30)) { SyncFiles.exists(Array(ready.utf8)) ? nil : "no \(ready) yet" }
 
         let mark = daemon.logMark
         try SyncFiles.remove(SyncFiles.join(cloud, "log.txt"))
@@ -159,8 +165,8 @@ struct OpenWriterTests {
             if !daemon.logLines(containing: "open for writing", since: mark).isEmpty { return nil }
             return SyncFiles.exists(SyncFiles.join(local, "log.txt")) ? "not yet" : nil
         }
-        input.fileHandleForWriting.write(Data(Writer.shell.go.utf8))
-        try input.fileHandleForWriting.close()
+        input.write(Data(Writer.shell.go.utf8))
+        try input.close()
         #expect(try await process.exited(within: .seconds(30)), "the shell did not finish")
         let lines = (0..<20).map { "line \($0)\n" }.joined()
         // A change beats a delete (DESIGN §4): the written file comes back to the cloud.
@@ -188,21 +194,13 @@ struct OpenWriterTests {
             return copies.count == 1 ? nil : "no conflict copy yet"
         }
 
-        let ready = sandbox.root + "/ready"
-        let (program, arguments) = Writer.shell.command(file: local + "/doc.txt", ready: ready)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: program)
-        process.arguments = arguments
-        let input = Pipe()
-        process.standardInput = input
-        try process.run()
+        let (process, input) = try await Writer.shell.launch(file: local + "/doc.txt", in: sandbox)
         defer { process.killAndWait() }
-        try await sandbox.eventually("the shell has doc.txt open", timeout: .seconds(30)) { SyncFiles.exists(Array(ready.utf8)) ? nil : "no \(ready) yet" }
         let refused = daemon.control(["resolve", "doc.txt", "--keep", "local"])
         #expect(refused.status != 0 && refused.output.contains("open for writing"), "\(refused)")
         #expect(try SyncExpect.file(local, "doc.txt", "edited in the cloud\n") == nil)
 
-        try input.fileHandleForWriting.close()  // `read` ends: the shell closes the file and exits.
+        try input.close()  // `read` ends: the shell closes the file and exits.
         #expect(try await process.exited(within: .seconds(30)), "the shell did not finish")
         let kept = daemon.control(["resolve", "doc.txt", "--keep", "local"])
         #expect(kept.status == 0, "\(kept)")

@@ -166,6 +166,20 @@ final class PlaceholderSandbox {
 
     var root: String { sandbox.root }
 
+    /// A sandbox whose daemon downloads only when asked (`hydrate-on-open = false`), with
+    /// `cloud` (name → text) written in its cloud folder. Not started.
+    static func downloadingOnRequest(_ label: String, cloud: KeyValuePairs<String, String> = [:]) throws -> PlaceholderSandbox {
+        let sandbox = try PlaceholderSandbox(label)
+        sandbox.daemon.config = ["placeholders": ["hydrate-on-open": "false"]]
+        do {
+            for (name, text) in cloud { try PlaceholderFiles.write(sandbox.daemon.cloud + "/" + name, Array(text.utf8)) }
+        } catch {
+            sandbox.finish()
+            throw error
+        }
+        return sandbox
+    }
+
     func finish() {
         daemon.killIfRunning()
         sandbox.finish()

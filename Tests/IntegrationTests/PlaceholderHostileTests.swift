@@ -109,11 +109,10 @@ struct PlaceholderHostileTests {
 
     @Test("a cloud file named x.nimbus appears as x.nimbus.nimbus, downloads to x.nimbus, and the cloud copy is never touched")
     func cloudFileNamedLikeAPlaceholder() async throws {
-        let s = try PlaceholderSandbox("hostileNimbusName")
+        let s = try PlaceholderSandbox.downloadingOnRequest("hostileNimbusName",
+                                                                cloud: ["notes.nimbus": "my own notes, not a placeholder\n"])
         defer { s.finish() }
         let d = s.daemon
-        d.config = ["placeholders": ["hydrate-on-open": "false"]]
-        try PlaceholderFiles.write(d.cloud + "/notes.nimbus", Array("my own notes, not a placeholder\n".utf8))
         try await d.start()
         try await d.eventually("notes.nimbus.nimbus") { PlaceholderIntegrationTests.isPlaceholder(d.local, "notes.nimbus") }
         try await d.settle()
@@ -144,12 +143,10 @@ struct PlaceholderHostileTests {
 
     @Test("cloud files x and x.nimbus side by side: two placeholders, both downloadable, nothing uploaded or deleted")
     func cloudFileAndItsPlaceholderName() async throws {
-        let s = try PlaceholderSandbox("hostileNameClash")
+        let s = try PlaceholderSandbox.downloadingOnRequest("hostileNameClash",
+                                                                cloud: ["data": "the data file\n", "data.nimbus": "a file of the user's called data.nimbus\n"])
         defer { s.finish() }
         let d = s.daemon
-        d.config = ["placeholders": ["hydrate-on-open": "false"]]
-        try PlaceholderFiles.write(d.cloud + "/data", Array("the data file\n".utf8))
-        try PlaceholderFiles.write(d.cloud + "/data.nimbus", Array("a file of the user's called data.nimbus\n".utf8))
         try await d.start()
         try await d.settle()
         try await d.settle("twice")
@@ -167,10 +164,9 @@ struct PlaceholderHostileTests {
 
     @Test("a name with a newline: its placeholder is recognised, downloading it leaves the file only, nothing extra is uploaded")
     func newlineInName() async throws {
-        let s = try PlaceholderSandbox("hostileNewline")
+        let s = try PlaceholderSandbox.downloadingOnRequest("hostileNewline")
         defer { s.finish() }
         let d = s.daemon
-        d.config = ["placeholders": ["hydrate-on-open": "false"]]
         let name = "two\nlines.txt"
         try PlaceholderFiles.write(d.cloud + "/" + name, Array("content of two lines\n".utf8))
         try await d.start()
@@ -188,10 +184,9 @@ struct PlaceholderHostileTests {
 
     @Test("a 250-byte name has no room for .nimbus: the file is downloaded, and evict refuses it with a reason instead of doing nothing")
     func nameWithoutRoomForTheSuffix() async throws {
-        let s = try PlaceholderSandbox("hostileLongName")
+        let s = try PlaceholderSandbox.downloadingOnRequest("hostileLongName")
         defer { s.finish() }
         let d = s.daemon
-        d.config = ["placeholders": ["hydrate-on-open": "false"]]
         let name = String(repeating: "n", count: 246) + ".txt"
         try PlaceholderFiles.write(d.cloud + "/" + name, Array("long name\n".utf8))
         try PlaceholderFiles.write(d.cloud + "/short.txt", Array("short\n".utf8))
@@ -213,10 +208,9 @@ struct PlaceholderHostileTests {
 
     @Test("a non-UTF-8 name gets a placeholder, downloads by pathBytes, and round-trips byte for byte")
     func nonUTF8Name() async throws {
-        let s = try PlaceholderSandbox("hostileBytes")
+        let s = try PlaceholderSandbox.downloadingOnRequest("hostileBytes")
         defer { s.finish() }
         let d = s.daemon
-        d.config = ["placeholders": ["hydrate-on-open": "false"]]
         let name: [UInt8] = Array("caf".utf8) + [0xE9] + Array(".txt".utf8)
         try SyncFiles.write(SyncFiles.join(d.cloud, name), Array("latin-1 name\n".utf8))
         try await d.start()
@@ -240,10 +234,9 @@ struct PlaceholderHostileTests {
 
     @Test("a folder, a fifo and a symlink already named x.nimbus: the cloud files x stay intact and reachable, the symlink is not followed")
     func specialFilesOnPlaceholderNames() async throws {
-        let s = try PlaceholderSandbox("hostileSpecial")
+        let s = try PlaceholderSandbox.downloadingOnRequest("hostileSpecial")
         defer { s.finish() }
         let d = s.daemon
-        d.config = ["placeholders": ["hydrate-on-open": "false"]]
         for name in ["dir", "fifo", "link"] { try PlaceholderFiles.write(d.cloud + "/" + name, Array("cloud \(name)\n".utf8)) }
         try FileManager.default.createDirectory(atPath: d.local + "/dir.nimbus", withIntermediateDirectories: true)
         try PlaceholderFiles.write(d.local + "/dir.nimbus/inside.txt", Array("inside\n".utf8))
@@ -276,11 +269,9 @@ struct PlaceholderHostileTests {
 
     @Test("a placeholder replaced by a hard link to another file: that file's content is kept, no cloud file is lost")
     func placeholderReplacedByHardLink() async throws {
-        let s = try PlaceholderSandbox("hostileHardLink")
+        let s = try PlaceholderSandbox.downloadingOnRequest("hostileHardLink", cloud: ["x.txt": "cloud x\n"])
         defer { s.finish() }
         let d = s.daemon
-        d.config = ["placeholders": ["hydrate-on-open": "false"]]
-        try PlaceholderFiles.write(d.cloud + "/x.txt", Array("cloud x\n".utf8))
         try await d.start()
         try await d.eventually("x.txt placeholder") { PlaceholderIntegrationTests.isPlaceholder(d.local, "x.txt") }
         try PlaceholderFiles.write(d.local + "/mine.txt", Array("mine\n".utf8))
@@ -307,10 +298,9 @@ struct PlaceholderHostileTests {
 
     @Test("evict of a folder with one open file among many: the others are evicted, the open one stays, the error names it")
     func evictFolderWithOneOpenFile() async throws {
-        let s = try PlaceholderSandbox("hostileEvictFolder")
+        let s = try PlaceholderSandbox.downloadingOnRequest("hostileEvictFolder")
         defer { s.finish() }
         let d = s.daemon
-        d.config = ["placeholders": ["hydrate-on-open": "false"]]
         let names = (0..<20).map { "folder/f\($0).txt" }
         for name in names { try PlaceholderFiles.write(d.cloud + "/" + name, Array("content \(name)\n".utf8)) }
         try await d.start()
@@ -333,12 +323,9 @@ struct PlaceholderHostileTests {
 
     @Test("download and evict while paused answer at once with a clear 'paused' error or work; after resume the download works")
     func downloadAndEvictWhilePaused() async throws {
-        let s = try PlaceholderSandbox("hostilePaused")
+        let s = try PlaceholderSandbox.downloadingOnRequest("hostilePaused", cloud: ["a.txt": "a\n", "b.txt": "b\n"])
         defer { s.finish() }
         let d = s.daemon
-        d.config = ["placeholders": ["hydrate-on-open": "false"]]
-        try PlaceholderFiles.write(d.cloud + "/a.txt", Array("a\n".utf8))
-        try PlaceholderFiles.write(d.cloud + "/b.txt", Array("b\n".utf8))
         try await d.start()
         try await d.eventually("placeholders") { ["a.txt", "b.txt"].compactMap { PlaceholderIntegrationTests.isPlaceholder(d.local, $0) }.first }
         try await d.ctlJSON(["download", "b.txt"])
@@ -364,10 +351,9 @@ struct PlaceholderHostileTests {
 
     @Test("download of a file that became a symlink, or was deleted, in the cloud: a not_found error, nothing read through the link")
     func downloadWhenTheCloudFileChangedKind() async throws {
-        let s = try PlaceholderSandbox("hostileCloudKind")
+        let s = try PlaceholderSandbox.downloadingOnRequest("hostileCloudKind")
         defer { s.finish() }
         let d = s.daemon
-        d.config = ["placeholders": ["hydrate-on-open": "false"]]
         let secret = s.root + "/secret.txt"
         try PlaceholderFiles.write(secret, Array("outside the roots\n".utf8))
         try PlaceholderFiles.write(d.cloud + "/link.txt", Array("soon a link\n".utf8))
@@ -401,10 +387,9 @@ struct PlaceholderHostileTests {
 
     @Test("evict and download of one path, 10 times each at once: always the placeholder or the file, never both or neither")
     func concurrentEvictAndDownload() async throws {
-        let s = try PlaceholderSandbox("hostileEvictRace")
+        let s = try PlaceholderSandbox.downloadingOnRequest("hostileEvictRace")
         defer { s.finish() }
         let d = s.daemon
-        d.config = ["placeholders": ["hydrate-on-open": "false"]]
         try PlaceholderFiles.writeBig(d.cloud + "/race.bin", megabytes: 2, seed: 11)
         try await d.start()
         try await d.eventually("placeholder") { PlaceholderIntegrationTests.isPlaceholder(d.local, "race.bin") }
@@ -438,11 +423,9 @@ struct PlaceholderHostileTests {
 
     @Test("kill -9 inside evict, after the placeholder is written and the file moved aside: the cloud file is not deleted")
     func crashInsideEvict() async throws {
-        let s = try PlaceholderSandbox("hostileEvictCrash")
+        let s = try PlaceholderSandbox.downloadingOnRequest("hostileEvictCrash", cloud: ["keep.txt": "precious\n"])
         defer { s.finish() }
         let d = s.daemon
-        d.config = ["placeholders": ["hydrate-on-open": "false"]]
-        try PlaceholderFiles.write(d.cloud + "/keep.txt", Array("precious\n".utf8))
         try await d.start()
         try await d.eventually("placeholder") { PlaceholderIntegrationTests.isPlaceholder(d.local, "keep.txt") }
         try await d.ctlJSON(["download", "keep.txt"])
@@ -567,10 +550,9 @@ struct PlaceholderHostileTests {
 
     @Test("nimbusctl download of the whole local folder fetches every placeholder; pin of it is refused, pointing to mirror mode")
     func downloadAndPinTheWholeRoot() async throws {
-        let s = try PlaceholderSandbox("hostileRoot")
+        let s = try PlaceholderSandbox.downloadingOnRequest("hostileRoot")
         defer { s.finish() }
         let d = s.daemon
-        d.config = ["placeholders": ["hydrate-on-open": "false"]]
         let names = ["a.txt", "dir/b.txt", "dir/sub/c.txt"]
         for name in names { try PlaceholderFiles.write(d.cloud + "/" + name, Array("content \(name)\n".utf8)) }
         try await d.start()
@@ -589,10 +571,9 @@ struct PlaceholderHostileTests {
 
     @Test("on-demand → mirror → on-demand across restarts: mirror downloads every placeholder (x.nimbus included), nothing in the cloud changes")
     func modeSwitches() async throws {
-        let s = try PlaceholderSandbox("hostileModes")
+        let s = try PlaceholderSandbox.downloadingOnRequest("hostileModes")
         defer { s.finish() }
         let d = s.daemon
-        d.config = ["placeholders": ["hydrate-on-open": "false"]]
         let files = ["a.txt": "a\n", "dir/b.txt": "b\n", "user.nimbus": "the user's own .nimbus file\n"]
         for (name, content) in files { try PlaceholderFiles.write(d.cloud + "/" + name, Array(content.utf8)) }
         try await d.start()
@@ -626,11 +607,9 @@ struct PlaceholderHostileTests {
 
     @Test("download, evict, pin and unpin with hostile params: each answered with invalid_params or invalid_path, nothing touched")
     func protocolAbuse() async throws {
-        let s = try PlaceholderSandbox("hostileProtocol")
+        let s = try PlaceholderSandbox.downloadingOnRequest("hostileProtocol", cloud: ["a.txt": "a\n"])
         defer { s.finish() }
         let d = s.daemon
-        d.config = ["placeholders": ["hydrate-on-open": "false"]]
-        try PlaceholderFiles.write(d.cloud + "/a.txt", Array("a\n".utf8))
         let outside = try s.sandbox.folder("outside")
         try PlaceholderFiles.write(outside + "/victim.txt", Array("outside\n".utf8))
         try SyncFiles.makeSymlink(SyncFiles.join(d.local, "escape"), to: outside)

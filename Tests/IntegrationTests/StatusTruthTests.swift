@@ -8,23 +8,13 @@ import NimbusTestSupport
 /// side is found under the name the user knows. Real nimbusd and nimbusctl.
 @Suite(.timeLimit(.minutes(3)))
 struct StatusTruthTests {
-    func withDaemon(_ body: (CtlDaemon) async throws -> Void) async throws {
-        try await CtlDaemon.with { daemon in
-            do {
-                try await body(daemon)
-            } catch {
-                throw HarnessFailure("\(error)\n\(daemon.logTail())")
-            }
-        }
-    }
-
     func statusJSON(_ d: CtlDaemon) async throws -> [String: Any] {
         let result = try await d.ctl(["--json", "status"])
         return try result.json()
     }
 
     @Test func statusNamesHeldDeletionsConflictsAndAMissingFolderAndExitsOne() async throws {
-        try await withDaemon { d in
+        try await CtlDaemon.with { d in
             for index in 0..<120 { try d.write("tree/f\(index).txt", "\(index)") }
             try d.write("notes.txt", "base")
             try await Polling.eventually("the tree to reach the cloud", timeout: .seconds(60)) {
@@ -101,7 +91,7 @@ struct StatusTruthTests {
     }
 
     @Test func watchShowsDeletionsAndRenames() async throws {
-        try await withDaemon { d in
+        try await CtlDaemon.with { d in
             let json = try d.background(["--json", "watch"], separateErrors: true)
             let human = try d.background(["watch"], separateErrors: true)
             defer { json.stop(); human.stop() }

@@ -87,10 +87,8 @@ struct SyncBasicsTests {
 
     @Test("changes made while the daemon was stopped are found at the next start", arguments: SyncDirection.allCases)
     func changesWhileStopped(_ direction: SyncDirection) async throws {
-        let sandbox = try SyncSandbox("changesWhileStopped-\(direction)")
+        let (sandbox, daemon, src, dst) = try direction.sandbox("changesWhileStopped")
         defer { sandbox.finish() }
-        let daemon = try sandbox.daemon(device: "alpha")
-        let src = direction.source(daemon), dst = direction.target(daemon)
         func path(_ root: String, _ relative: String) -> [UInt8] { SyncFiles.join(root, relative) }
         for name in ["keep", "modify", "append", "delete", "rename-me", "mode"] {
             try SyncFiles.write(path(src, name + ".txt"), Array("\(name) v1\n".utf8))
@@ -126,10 +124,8 @@ struct SyncBasicsTests {
 
     @Test("an editor's save by rename propagates the final content", arguments: SyncDirection.allCases)
     func saveByRename(_ direction: SyncDirection) async throws {
-        let sandbox = try SyncSandbox("saveByRename-\(direction)")
+        let (sandbox, daemon, src, dst) = try direction.sandbox("saveByRename")
         defer { sandbox.finish() }
-        let daemon = try sandbox.daemon(device: "alpha")
-        let src = direction.source(daemon), dst = direction.target(daemon)
         func path(_ relative: String) -> [UInt8] { SyncFiles.join(src, relative) }
         try SyncFiles.write(path("notes.txt"), Array("version 1\n".utf8))
         try await daemon.start()

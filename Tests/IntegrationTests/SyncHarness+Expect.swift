@@ -8,6 +8,19 @@ enum SyncDirection: String, CaseIterable, Sendable, CustomTestStringConvertible 
     var testDescription: String { rawValue }
     func source(_ daemon: SyncDaemon) -> String { self == .localToCloud ? daemon.local : daemon.cloud }
     func target(_ daemon: SyncDaemon) -> String { self == .localToCloud ? daemon.cloud : daemon.local }
+
+    /// A sandbox named `label-direction` with one daemon, alpha (not started), and the folders
+    /// changes go from and to. Finish the sandbox in a defer.
+    func sandbox(_ label: String) throws -> (sandbox: SyncSandbox, daemon: SyncDaemon, source: String, target: String) {
+        let sandbox = try SyncSandbox("\(label)-\(self)")
+        do {
+            let daemon = try sandbox.daemon(device: "alpha")
+            return (sandbox, daemon, source(daemon), target(daemon))
+        } catch {
+            sandbox.finish()
+            throw error
+        }
+    }
 }
 
 /// Conditions for `eventually` and `converge`: nil when they hold, else what is wrong.

@@ -45,10 +45,8 @@ struct SyncSafetyTests {
 
     @Test("deleting 80 % of 1 000 synced files holds the deletions until confirmed", arguments: SyncDirection.allCases)
     func massDeleteIsHeld(_ direction: SyncDirection) async throws {
-        let sandbox = try SyncSandbox("massDeleteIsHeld-\(direction)")
+        let (sandbox, daemon, src, dst) = try direction.sandbox("massDeleteIsHeld")
         defer { sandbox.finish() }
-        let daemon = try sandbox.daemon(device: "alpha")
-        let src = direction.source(daemon), dst = direction.target(daemon)
         var all: [String] = []
         for d in 0..<10 {
             try SyncFiles.makeDirectory(SyncFiles.join(src, "d\(d)"))
@@ -97,10 +95,8 @@ struct SyncSafetyTests {
     @Test("a root whose marker is missing at start is never read as everything deleted", arguments: SyncDirection.allCases)
     func markerMissingAtStart(_ direction: SyncDirection) async throws {
         // localToCloud: the cloud folder is replaced by an empty one; cloudToLocal: the local one.
-        let sandbox = try SyncSandbox("markerMissingAtStart-\(direction)")
+        let (sandbox, daemon, kept, replaced) = try direction.sandbox("markerMissingAtStart")
         defer { sandbox.finish() }
-        let daemon = try sandbox.daemon(device: "alpha")
-        let kept = direction.source(daemon), replaced = direction.target(daemon)
         for i in 0..<20 { try SyncFiles.write(SyncFiles.join(kept, "file\(i).txt"), Array("content \(i)\n".utf8)) }
         try await daemon.start()
         try await sandbox.converge("first sync", kept, replaced) { try SyncExpect.file(replaced, "file19.txt", "content 19\n") }
