@@ -8,9 +8,6 @@ import NimbusTestSupport
 /// process, READY=1 and the stop are the tests' harness (NimbusdProcess); this adds what the
 /// bench reads in /proc.
 final class Daemon: NimbusdProcess, @unchecked Sendable {
-    let local: String
-    let cloud: String
-    let stateDirectory: String
     /// The daemon's pid (it is not restarted).
     private(set) var processID: Int32 = 0
 
@@ -18,10 +15,8 @@ final class Daemon: NimbusdProcess, @unchecked Sendable {
 
     /// Starts `nimbusd --local local --cloud cloud --state-dir state …`; returns at once.
     init(local: String, cloud: String, stateDirectory: String, logPath: String, extraArguments: [String] = []) throws {
-        self.local = local
-        self.cloud = cloud
-        self.stateDirectory = stateDirectory
-        super.init(name: "nimbusd", logPath: logPath,
+        super.init(name: "nimbusd", local: local, cloud: cloud, stateDirectory: stateDirectory,
+                   socketPath: stateDirectory + "/ctl.sock", logPath: logPath,
                    notifyPath: "@nimbus-bench-\(ProcessInfo.processInfo.processIdentifier)-\(UInt64.random(in: 0 ... .max))")
         try makeDirectories(SystemPath(stateDirectory), permissions: 0o700)
         guard FileManager.default.createFile(atPath: logPath, contents: nil) else {
@@ -30,9 +25,7 @@ final class Daemon: NimbusdProcess, @unchecked Sendable {
         var environment = ProcessInfo.processInfo.environment
         for name in ["WATCHDOG_USEC", "WATCHDOG_PID", "JOURNAL_STREAM", "LISTEN_FDS"] { environment[name] = nil }
         do {
-            try launch(arguments: ["--local", local, "--cloud", cloud, "--state-dir", stateDirectory,
-                                   "--socket", stateDirectory + "/ctl.sock", "--device-name", "bench",
-                                   "--log-level", "warning"] + extraArguments,
+            try launch(arguments: pairArguments + ["--device-name", "bench", "--log-level", "warning"] + extraArguments,
                        environment: environment)
         } catch {
             throw BenchError("cannot start nimbusd: \(error)")

@@ -59,14 +59,14 @@ enum CtlHarness {
 /// uses its own from one task at a time. Always `stop()` it.
 final class CtlDaemon: NimbusdProcess, @unchecked Sendable {
     let root: String
-    var local: String { root + "/local" }
-    var cloud: String { root + "/cloud" }
-    var socket: String { root + "/d.sock" }
+    var socket: String { socketPath }
 
     init() throws {
-        root = try TemporaryDirectory.make("nimbus-ctl")
-        super.init(name: "nimbusd", logPath: root + "/nimbusd.log", notifyPath: nil)
-        for folder in [local, cloud, root + "/state", root + "/config/nimbus"] {
+        let root = try TemporaryDirectory.make("nimbus-ctl")
+        self.root = root
+        super.init(name: "nimbusd", local: root + "/local", cloud: root + "/cloud", stateDirectory: root + "/state",
+                   socketPath: root + "/d.sock", logPath: root + "/nimbusd.log", notifyPath: nil)
+        for folder in [local, cloud, stateDirectory, root + "/config/nimbus"] {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         }
         // These tests were written for suffix placeholders (NAME.nimbus), which every machine
@@ -104,8 +104,7 @@ final class CtlDaemon: NimbusdProcess, @unchecked Sendable {
 
     /// Starts the daemon and waits until `nimbusctl status` gets an answer.
     func start() async throws {
-        try launch(arguments: ["--local", local, "--cloud", cloud, "--state-dir", root + "/state",
-                               "--socket", socket, "--device-name", "test"], environment: environment)
+        try launch(arguments: pairArguments + ["--device-name", "test"], environment: environment)
         try await Polling.eventually("nimbusd to answer status\n\(logTail())") {
             guard isRunning else { return "nimbusd ended with \(exitDescription)" }
             let result = try await ctl(["status"])

@@ -15,10 +15,6 @@ import Testing
 /// Starting, READY=1, stopping and the log are NimbusdProcess's.
 final class PlaceholderDaemon: NimbusdProcess {
     let sandbox: SyncSandbox
-    let local: String
-    let cloud: String
-    let stateDirectory: String
-    let socketPath: String
     let configPath: String
     /// `--mode`.
     var mode = "on-demand"
@@ -30,18 +26,15 @@ final class PlaceholderDaemon: NimbusdProcess {
 
     init(_ sandbox: SyncSandbox, local: String = "local", cloud: String = "cloud") throws {
         self.sandbox = sandbox
-        self.local = try sandbox.folder(local)
-        self.cloud = try sandbox.folder(cloud)
-        stateDirectory = try sandbox.folder("state")
-        socketPath = sandbox.root + "/ctl.sock"
         configPath = sandbox.root + "/nimbus.conf"
-        super.init(name: "nimbusd", logPath: sandbox.root + "/nimbusd.log", notifyPath: sandbox.root + "/notify.sock")
+        super.init(name: "nimbusd", local: try sandbox.folder(local), cloud: try sandbox.folder(cloud),
+                   stateDirectory: try sandbox.folder("state"), socketPath: sandbox.root + "/ctl.sock",
+                   logPath: sandbox.root + "/nimbusd.log", notifyPath: sandbox.root + "/notify.sock")
         logWaitTimeout = .seconds(10)
     }
 
     var arguments: [String] {
-        ["--local", local, "--cloud", cloud, "--state-dir", stateDirectory, "--socket", socketPath,
-         "--device-name", "alpha", "--log-level", "debug", "--mode", mode, "--config", configPath]
+        pairArguments + ["--device-name", "alpha", "--log-level", "debug", "--mode", mode, "--config", configPath]
     }
 
     /// The environment of both programs: a home of the sandbox, no systemd.

@@ -8,18 +8,11 @@ import Testing
 /// `home/nimbusd-DEVICE.log`. Starting, READY=1, stopping and the log are NimbusdProcess's.
 final class SyncDaemon: NimbusdProcess {
     let device: String
-    let local: String
-    let cloud: String
-    let stateDirectory: String
-    let socketPath: String
 
     init(device: String, local: String, cloud: String, stateDirectory: String, home: String) {
         self.device = device
-        self.local = local
-        self.cloud = cloud
-        self.stateDirectory = stateDirectory
-        socketPath = stateDirectory + "/ctl.sock"
-        super.init(name: "nimbusd " + device, logPath: home + "/nimbusd-" + device + ".log",
+        super.init(name: "nimbusd " + device, local: local, cloud: cloud, stateDirectory: stateDirectory,
+                   socketPath: stateDirectory + "/ctl.sock", logPath: home + "/nimbusd-" + device + ".log",
                    notifyPath: home + "/notify-" + device + ".sock")
     }
 
@@ -33,8 +26,7 @@ final class SyncDaemon: NimbusdProcess {
     var environmentOverrides = ["DBUS_SESSION_BUS_ADDRESS": "disabled:"]
 
     var arguments: [String] {
-        ["--local", local, "--cloud", cloud, "--state-dir", stateDirectory, "--socket", socketPath,
-         "--device-name", device, "--log-level", "debug"] + extraArguments
+        pairArguments + ["--device-name", device, "--log-level", "debug"] + extraArguments
     }
 
     /// Starts the process without waiting for it to be ready.

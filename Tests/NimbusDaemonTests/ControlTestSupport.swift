@@ -151,9 +151,6 @@ final class SocketClient {
 /// (SIGTERM, then waited for) and its folders removed at the end.
 final class DaemonProcess: NimbusdProcess {
     let root: String
-    let local: String
-    let cloud: String
-    let socketPath: String
     let deviceName: String
 
     /// Creates the folders (the temporary root is 0755, so another user can reach a socket
@@ -162,11 +159,10 @@ final class DaemonProcess: NimbusdProcess {
          prepare: (DaemonProcess) throws -> Void = { _ in }) throws {
         let base = try TemporaryDirectory.make("nimbus-control", in: FileManager.default.temporaryDirectory.path)
         root = base
-        local = base + "/local"
-        cloud = base + "/cloud"
-        self.socketPath = socketPath ?? (socketInRoot ? base + "/nimbus.sock" : base + "/runtime/nimbus/test.sock")
         self.deviceName = deviceName
-        super.init(name: "nimbusd " + deviceName, logPath: base + "/daemon.log", notifyPath: nil)
+        super.init(name: "nimbusd " + deviceName, local: base + "/local", cloud: base + "/cloud", stateDirectory: base + "/state",
+                   socketPath: socketPath ?? (socketInRoot ? base + "/nimbus.sock" : base + "/runtime/nimbus/test.sock"),
+                   logPath: base + "/daemon.log", notifyPath: nil)
         for dir in [local, cloud, base + "/home"] {
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         }
@@ -181,8 +177,7 @@ final class DaemonProcess: NimbusdProcess {
     }
 
     func start() throws {
-        try launch(arguments: ["--local", local, "--cloud", cloud, "--state-dir", root + "/state", "--socket", socketPath,
-                               "--device-name", deviceName, "--log-level", "debug"],
+        try launch(arguments: pairArguments + ["--device-name", deviceName, "--log-level", "debug"],
                    environment: ["HOME": root + "/home", "XDG_CONFIG_HOME": root + "/config", "XDG_STATE_HOME": root + "/xstate",
                                  "XDG_RUNTIME_DIR": root + "/runtime", "PATH": "/usr/bin:/bin"])
     }

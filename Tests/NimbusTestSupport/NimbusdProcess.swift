@@ -13,6 +13,11 @@ import NimbusSystem
 open class NimbusdProcess: @unchecked Sendable {
     /// How the daemon is named in failures ("nimbusd alpha").
     public let name: String
+    /// The pair it syncs, where it keeps its state and where it serves `nimbusctl`.
+    public let local: String
+    public let cloud: String
+    public let stateDirectory: String
+    public let socketPath: String
     public let logPath: String
     /// `$NOTIFY_SOCKET` of every launch; nil: none (the daemon then sends nothing).
     public let notifyPath: String?
@@ -30,8 +35,13 @@ open class NimbusdProcess: @unchecked Sendable {
     public static var nimbusd: String { binaryDirectory + "/nimbusd" }
     public static var nimbusctl: String { binaryDirectory + "/nimbusctl" }
 
-    public init(name: String, logPath: String, notifyPath: String?) {
+    public init(name: String, local: String, cloud: String, stateDirectory: String, socketPath: String,
+                logPath: String, notifyPath: String?) {
         self.name = name
+        self.local = local
+        self.cloud = cloud
+        self.stateDirectory = stateDirectory
+        self.socketPath = socketPath
         self.logPath = logPath
         self.notifyPath = notifyPath
     }
@@ -39,6 +49,11 @@ open class NimbusdProcess: @unchecked Sendable {
     deinit { killIfRunning() }
 
     // MARK: Starting
+
+    /// `--local … --cloud … --state-dir … --socket …`: the arguments every launch starts with.
+    public var pairArguments: [String] {
+        ["--local", local, "--cloud", cloud, "--state-dir", stateDirectory, "--socket", socketPath]
+    }
 
     /// Starts `launcher + [nimbusd] + arguments` with `environment` (plus `NOTIFY_SOCKET`) and
     /// returns without waiting. `launcher` is a program that runs nimbusd (`setpriv …`, to run
