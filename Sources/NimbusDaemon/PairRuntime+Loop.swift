@@ -1,0 +1,114 @@
+import NimbusCore
+import NimbusSystem
+
+/// The engine thread's loop: wait for a message or the next deadline, handle what was posted,
+/// then do what is due (`turn`). Tests drive the same steps with `step`, without waiting.
+extension PairRuntime {
+    func loop() {
+        while true {
+            let wakeUp = nextWakeUp()
+            // Going idle after a burst: give back what the burst freed (the initial sync of
+            // 10 000 files leaves about 1.5 MiB of free pages behind; trimming after each pass
+            // missed what the watchers' echo events freed afterwards).
+            if workSinceTrim >= Self.trimAfterWork && batcher.batcher.nextDeadline == nil {
+                engine.returnFreeMemory()
+                workSinceTrim = 0
+            }
+            guard handle(inbox.wait(until: wakeUp, clock: clock)) else { return }
+            turn()
+        }
+    }
+
+    /// For tests driving the runtime on their own thread: handles what was posted and does
+    /// what is due now, without waiting. False once stopped.
+    func step() -> Bool {
+        guard handle(inbox.wait(until: 0, clock: clock)) else { return false }
+        turn()
+        return true
+    }
+
+    /// The earliest deadline of the batcher, the retries and the timers.
+    func nextWakeUp() -> Int64? {
+        let usesCache = engine.settings.cacheLimit != nil || engine.settings.evictAfter != nil
+        let paused = engine.isPaused
+        let deadlines = [paused ? nil : batcher.batcher.nextDeadline, engine.nextRetry, batcher.nextRescan, batcher.nextPoll,
+                         usesCache && !paused ? nextCacheCheck : nil,
+                         isHalted ? nextHaltedCheck : nil, nextWatchdog]
+        return deadlines.compactMap { $0 }.min()
+    }
+
+    /// Handles posted messages; false at `stop`.
+    func handle(_ messages: [Message]) -> Bool {
+        for message in messages {
+            switch message {
+            case .stop: return false
+            case .run(let work): work()
+            case .events(let side, let events):
+                workSinceTrim += events.count
+                absorb(events, from: side)
+            case .watcherStopped(let side):
+                watchers[side] = nil
+                batcher.polledSides.insert(side)
+                if batcher.nextPoll == nil { batcher.nextPoll = clock.monotonicNow + options.pollInterval }
+            }
+        }
+        return true
+    }
+
+    /// Does what is due now: the watchdog, retries, the cache budget, rescans, and a sync of
+    /// the batch that has settled.
+    func turn() {
+        let now = clock.monotonicNow
+        if let interval = notifier.watchdogInterval, let due = nextWatchdog, now >= due {
+            engine.heartbeat()
+            nextWatchdog = now + interval
+        }
+        for path in engine.dueRetries() { batcher.batcher.add(.settled(path), now: now) }
+        let paused = engine.isPaused
+        if !paused && !isHalted { checkCacheBudget(now: now) }
+        // While halted (a root missing or not ours), look again every few seconds; not at
+        // every wake-up, since looking reads the root markers, which wakes the watcher.
+        if now >= batcher.nextRescan || (isHalted && now >= nextHaltedCheck) {
+            batcher.batcher.add(.rescanAll, now: now)
+            batcher.nextRescan = now + options.rescanInterval
+            nextHaltedCheck = now + Self.haltedCheckInterval
+        }
+        if let poll = batcher.nextPoll, now >= poll {
+            batcher.batcher.add(.rescanAll, now: now)
+            batcher.nextPoll = now + options.pollInterval
+        }
+        guard !paused, let batch = batcher.batcher.take(now: now) else { return }
+        switch batch {
+        case .everything:
+            loadIgnoreRules()
+            engine.sync(nil)
+            workSinceTrim += Self.trimAfterWork
+        case .paths(let paths):
+            if paths.contains(RootMarkers.ignoreFile) { loadIgnoreRules() }
+            engine.sync(paths)
+            workSinceTrim += paths.count
+        }
+        if !isHalted { restartMissingWatchers() }
+        pruneVersionsIfDue(now: now, afterFullScan: batch == .everything)
+        let line = statusLine()
+        if line != lastStatus {
+            lastStatus = line
+            notifier.status(line)
+        }
+    }
+
+    var isHalted: Bool {
+        if case .halted = engine.status.phase { return true }
+        return false
+    }
+
+    /// The versions store is pruned after full scans (at most every ten minutes), and at
+    /// once when it grew past its size limit.
+    func pruneVersionsIfDue(now: Int64, afterFullScan: Bool) {
+        let status = engine.status
+        let overLimit = engine.settings.versionsMaxBytes.map { status.versionsBytes > $0 } ?? false
+        guard !isHalted, overLimit || (afterFullScan && now >= nextPrune) else { return }
+        engine.pruneVersions()
+        nextPrune = now + Self.pruneInterval
+    }
+}
