@@ -31,8 +31,13 @@ extension SyncEngine {
         var placeholder: RelativePath?
     }
 
-    /// Executes a plan in order. Returns the paths to look at again at once.
+    /// Executes a plan in order. Returns the paths to look at again at once. The folders it
+    /// works in are opened once for the plan, not once per operation (`DirectoryCache`).
     func execute(_ plan: Plan) -> Set<RelativePath> {
+        DirectoryCache.keepingDirectoriesOpen { executeInOrder(plan) }
+    }
+
+    private func executeInOrder(_ plan: Plan) -> Set<RelativePath> {
         let copies = plan.actions.count {
             switch $0 {
             case .copy, .writePlaceholder: true

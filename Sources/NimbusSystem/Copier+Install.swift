@@ -44,6 +44,8 @@ struct Installer {
 
     func install(_ copy: PreparedCopy, at destination: RelativePath, replacing: FileMetadata?,
                  expectedHash: ContentHash? = nil, displacedTo: RelativePath?, durable: Bool) throws -> FileMetadata {
+        // A folder replaced by the file is moved or removed: kept descriptors may name it.
+        defer { if replacing?.kind == .directory { DirectoryCache.forget() } }
         do {
             try root.withParent(of: copy.temporary) { temporaryDirectory, temporaryName in
                 try root.withParent(of: destination) { destinationDirectory, destinationName in

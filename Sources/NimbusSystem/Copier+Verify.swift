@@ -49,6 +49,7 @@ extension Installer {
     /// Moves `path` to `target` (a free name; `EEXIST` otherwise) after checking it is still
     /// `expected`, then checks what was moved as `verifyMoved` does.
     func moveAside(_ path: RelativePath, to target: RelativePath, expected: FileMetadata, hash: ContentHash?) throws {
+        defer { if expected.kind == .directory { DirectoryCache.forget() } }
         try attributing("rename", "\(path.shown) -> \(target.shown)") {
             try root.withParent(of: path) { directory, name in
                 let current: FileMetadata

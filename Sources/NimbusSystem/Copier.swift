@@ -126,6 +126,7 @@ struct TemporaryFile {
                 return try create(beneath: root, in: directory)
             } catch let error as Errno where error == .noSuchFile {
                 // Missing (the first copy, or someone removed it): made again, then used.
+                DirectoryCache.forget()
                 try attributing("mkdir", directory.shown) { try root.makeDirectories(directory) }
             } catch let error as Errno {
                 throw error.at("create", directory.shown)

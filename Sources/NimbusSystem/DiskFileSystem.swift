@@ -79,6 +79,8 @@ public final class DiskFileSystem: FileSystem {
     }
 
     public func makeDirectory(_ path: RelativePath, mode: UInt32) throws {
+        // A kept descriptor of a folder removed behind our back would stand for this new one.
+        defer { DirectoryCache.forget() }
         try inParent(of: path, "mkdir") { directory, name in
             try directory.makeDirectory(name, permissions: mode)
             // mkdir(2) applies the umask; the mode must be the one asked for.
@@ -91,6 +93,7 @@ public final class DiskFileSystem: FileSystem {
     }
 
     public func rename(_ from: RelativePath, to: RelativePath, replacing: Bool) throws {
+        defer { DirectoryCache.forget() }  // A folder may have moved.
         try withRoot { root in
             try attributing("rename", "\(from.shown) -> \(to.shown)") {
                 try root.withParent(of: from) { fromDirectory, fromName in
@@ -139,6 +142,7 @@ public final class DiskFileSystem: FileSystem {
     }
 
     public func removeDirectory(_ path: RelativePath) throws {
+        defer { DirectoryCache.forget() }
         try inParent(of: path, "rmdir") { directory, name in try directory.removeDirectory(name) }
     }
 

@@ -8,12 +8,16 @@ import Glibc
 extension FileDescriptor {
     /// Runs `body` with the directory holding `path` and `path`'s last component ("." for the
     /// root itself). The directory is opened `O_PATH`: enough for every *at call, it needs no
-    /// read permission, and (since Linux 6.5) it wakes no `IN_OPEN` watcher.
+    /// read permission, and (since Linux 6.5) it wakes no `IN_OPEN` watcher. Inside
+    /// `DirectoryCache.keepingDirectoriesOpen` it is opened once for the batch.
     func withParent<R>(of path: RelativePath, _ body: (FileDescriptor, SystemPath) throws -> R) throws -> R {
         if path.isRoot { return try body(self, ".") }
         let name = SystemPath(bytes: path.name)
         let parent = path.parent
         if parent.isRoot { return try body(self, name) }
+        if let scope = DirectoryCache.current {
+            return try scope.withDirectory(parent, beneath: self) { directory in try body(directory, name) }
+        }
         let directory = try FileDescriptor.open(beneath: self, parent, [.pathOnly, .directory])
         return try directory.closeAfter { try body(directory, name) }
     }

@@ -51,6 +51,7 @@ final class RootDirectory: Sendable {
             }
         }
         current.withLock { $0 = opened }
+        DirectoryCache.rootGeneration.add(1, ordering: .relaxed)
         return opened
     }
 }
