@@ -1,19 +1,16 @@
 import Foundation
 import Testing
 import NimbusSystem
+import NimbusTestSupport
 
 /// Plays systemd: a notification socket, a watchdog, SIGHUP and SIGTERM, against the real
 /// `nimbusd` binary on temporary folders.
 @Suite(.serialized) struct SystemdNotifyTests {
-    static var binary: URL {
-        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("nimbusd")
-    }
-
     /// Collects notification datagrams until `predicate` holds or `seconds` pass.
     static func collect(_ socket: UnixDatagramSocket, seconds: Double, until predicate: ([String]) -> Bool) throws -> [String] {
         var messages: [String] = []
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline && !predicate(messages) {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while ContinuousClock.now < deadline && !predicate(messages) {
             if let bytes = try socket.receive(timeoutMilliseconds: 100) { messages.append(String(decoding: bytes, as: UTF8.self)) }
         }
         return messages
@@ -31,21 +28,16 @@ import NimbusSystem
         let socket = try UnixDatagramSocket.bound(to: notifyPath)
         defer { socket.close() }
 
-        let process = Process()
-        process.executableURL = Self.binary
-        process.arguments = ["--local", local.path, "--cloud", cloud.path, "--state-dir", root.appendingPathComponent("state").path,
-                             "--socket", root.appendingPathComponent("ctl.sock").path, "--config", config.path]
+        let arguments = ["--local", local.path, "--cloud", cloud.path, "--state-dir", root.appendingPathComponent("state").path,
+                         "--socket", root.appendingPathComponent("ctl.sock").path, "--config", config.path]
         var environment = ProcessInfo.processInfo.environment
         environment["NOTIFY_SOCKET"] = notifyPath
         environment["WATCHDOG_USEC"] = "200000"
         environment.removeValue(forKey: "JOURNAL_STREAM")
-        process.environment = environment
-        let logURL = root.appendingPathComponent("log")
-        FileManager.default.createFile(atPath: logURL.path, contents: nil)
-        process.standardError = try FileHandle(forWritingTo: logURL)
-        try process.run()
-        defer { if process.isRunning { process.terminate(); process.waitUntilExit() } }
-        func log() -> String { (try? String(contentsOf: logURL, encoding: .utf8)) ?? "" }
+        // Through ChildProcess (no descriptor of the test process), its output in a file.
+        let process = try BackgroundProcess(NimbusdProcess.nimbusd, arguments, environment: environment, scratch: root.path)
+        defer { process.stop() }
+        func log() -> String { process.output }
 
         // READY=1 comes once the first sync is done: the file is in the cloud by then.
         let startup = try Self.collect(socket, seconds: 10) { $0.contains { $0.contains("READY=1") } }
@@ -59,7 +51,7 @@ import NimbusSystem
 
         // SIGHUP: RELOADING=1 with the monotonic time, then READY=1 with the new configuration.
         try Data("[device]\nname = after\n".utf8).write(to: config)
-        kill(process.processIdentifier, SIGHUP)
+        process.send(SIGHUP)
         let reload = try Self.collect(socket, seconds: 10) { messages in
             guard let reloading = messages.firstIndex(where: { $0.contains("RELOADING=1") }) else { return false }
             return messages[reloading...].contains { $0.contains("READY=1") }
@@ -70,11 +62,11 @@ import NimbusSystem
         #expect(log().contains("configuration reloaded"))
 
         // SIGTERM: STOPPING=1, exit status 0, no temporary files left.
-        process.terminate()
+        process.send(SIGTERM)
         let stopping = try Self.collect(socket, seconds: 10) { $0.contains { $0.contains("STOPPING=1") } }
-        process.waitUntilExit()
+        #expect(process.exitedBlocking(within: .seconds(30)), "nimbusd still runs 30 s after SIGTERM; log:\n\(log())")
         #expect(stopping.contains { $0.contains("STOPPING=1") })
-        #expect(process.terminationStatus == 0, "exit status \(process.terminationStatus); log:\n\(log())")
+        #expect(process.status == 0, "\(process.exitDescription); log:\n\(log())")
         let leftovers = (FileManager.default.enumerator(atPath: root.path)?.allObjects as? [String] ?? [])
             .filter { $0.contains(".nimbus-tmp-") }
         #expect(leftovers.isEmpty, "temporary files left: \(leftovers)")

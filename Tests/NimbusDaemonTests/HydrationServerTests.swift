@@ -5,6 +5,7 @@ import Synchronization
 import Testing
 @testable import NimbusDaemon
 @testable import NimbusSystem
+import NimbusTestSupport
 
 /// The hydration server against the real kernel: readers get the cloud's bytes, share one
 /// fill, and are refused with an errno (indexers, storms, a vanished cloud file, nimbusd
@@ -15,7 +16,7 @@ struct HydrationServerTests {
         try HydrationFixture.with { fixture in
             let content = randomContent(3 << 20)
             let local = try fixture.placeholder("report.pdf", content: content)
-            let run = try run("md5sum \(local); md5sum \(fixture.cloud("report.pdf"))")
+            let run = try ShellCommand.run("md5sum \(local); md5sum \(fixture.cloud("report.pdf"))")
             let sums = run.output.split(separator: "\n").map { $0.prefix(32) }
             #expect(run.status == 0 && sums.count == 2 && sums[0] == sums[1], "\(run)")
             #expect(try Array(contentsOf: local) == content)
@@ -35,7 +36,7 @@ struct HydrationServerTests {
             for index in 0..<20 {
                 all.enter()
                 Thread {
-                    let status = (try? run("cat \(local) > \(fixture.scratch)/out-\(index)").status) ?? -1
+                    let status = (try? ShellCommand.run("cat \(local) > \(fixture.scratch)/out-\(index)").status) ?? -1
                     statuses.withLock { $0.append(status) }
                     all.leave()
                 }.start()
@@ -55,12 +56,12 @@ struct HydrationServerTests {
             let local = try fixture.placeholder("photo.jpg", content: content)
             for name in ["updatedb", "tracker-miner-fs-3"] {
                 let program = "\(fixture.scratch)/\(name)"
-                _ = try run("cp /bin/cat \(program)")
-                let refused = try run("\(program) \(local)")
+                _ = try ShellCommand.run("cp /bin/cat \(program)")
+                let refused = try ShellCommand.run("\(program) \(local)")
                 #expect(refused.status != 0 && refused.error.contains("Operation not permitted"), "\(name): \(refused)")
             }
             #expect(fixture.filled().isEmpty)
-            let served = try run("cat \(local) > \(fixture.scratch)/out")
+            let served = try ShellCommand.run("cat \(local) > \(fixture.scratch)/out")
             #expect(try served.status == 0 && Array(contentsOf: "\(fixture.scratch)/out") == content)
         }
     }
@@ -70,10 +71,10 @@ struct HydrationServerTests {
             let storms = Mutex<[String]>([])
             fixture.server.onStorm { path, limit, program in storms.withLock { $0.append("\(path) \(limit) \(program ?? "?")") } }
             let files = try (0..<4).map { try fixture.placeholder("file-\($0)", content: randomContent(100)) }
-            #expect(try run("cat \(files[0]) \(files[1]) > /dev/null").status == 0)
-            let third = try run("cat \(files[2])")
+            #expect(try ShellCommand.run("cat \(files[0]) \(files[1]) > /dev/null").status == 0)
+            let third = try ShellCommand.run("cat \(files[2])")
             #expect(third.status != 0 && third.error.contains("Resource temporarily unavailable"), "\(third)")
-            #expect(try run("cat \(files[3])").status != 0)
+            #expect(try ShellCommand.run("cat \(files[3])").status != 0)
             #expect(Set(fixture.filled()) == ["file-0", "file-1"])
             // The desktop notification's hook hears of the storm once, at its first refusal.
             #expect(storms.withLock { $0 } == ["file-2 2 cat"])
@@ -84,7 +85,7 @@ struct HydrationServerTests {
         try HydrationFixture.with { fixture in
             let local = try fixture.placeholder("gone", content: randomContent(8192))
             try FileDescriptor(rawValue: AT_FDCWD).removeFile(SystemPath(fixture.cloud("gone")))
-            let run = try run("cat \(local)")
+            let run = try ShellCommand.run("cat \(local)")
             #expect(run.status != 0 && run.error.contains("Input/output error"), "\(run)")
             #expect(fixture.recorder.outcomes.withLock { $0 }.contains { if case .failed = $0 { true } else { false } })
             let file = try FileDescriptor.open(SystemPath(local), [.pathOnly])
@@ -98,7 +99,7 @@ struct HydrationServerTests {
     @Test func aFullLocalDiskGivesTheReaderENOSPCAndNoPartialFile() throws {
         try HydrationFixture.with(localImageMegabytes: 8) { fixture in
             let local = try fixture.placeholder("big", content: randomContent(16 << 20))
-            let run = try run("cat \(local) > /dev/null")
+            let run = try ShellCommand.run("cat \(local) > /dev/null")
             #expect(run.status != 0 && run.error.contains("No space left on device"), "\(run)")
             let file = try FileDescriptor.open(SystemPath(local), [.pathOnly])
             defer { try? file.close() }
@@ -122,11 +123,11 @@ struct HydrationServerTests {
         try HydrationFixture.with(fillTimeout: 300_000_000, gate: gate) { fixture in
             let content = randomContent(4096)
             let local = try fixture.placeholder("stalled", content: content)
-            let first = try run("cat \(local) > /dev/null")
+            let first = try ShellCommand.run("cat \(local) > /dev/null")
             #expect(first.status != 0 && first.error.contains("Input/output error"), "\(first)")
             #expect(fixture.filled().isEmpty, "the fill is still stalled")
             gate.signal()
-            let second = try run("cat \(local) > \(fixture.scratch)/out")
+            let second = try ShellCommand.run("cat \(local) > \(fixture.scratch)/out")
             #expect(second.status == 0, "\(second)")
             #expect(try Array(contentsOf: fixture.scratch + "/out") == content)
         }
@@ -136,7 +137,7 @@ struct HydrationServerTests {
     @Test func aFillThatWouldGoBelowMinFreeSpaceIsRefusedWithENOSPC() throws {
         try HydrationFixture.with(minFreeSpace: 1 << 60) { fixture in
             let local = try fixture.placeholder("big", content: randomContent(4096))
-            let run = try run("cat \(local)")
+            let run = try ShellCommand.run("cat \(local)")
             #expect(run.status != 0 && run.error.contains("No space left on device"), "\(run)")
             #expect(fixture.filled().isEmpty)
         }
@@ -147,9 +148,9 @@ struct HydrationServerTests {
         try HydrationFixture.with { fixture in
             let local = try fixture.placeholder("edited", content: randomContent(5000))
             try fixture.server.group.unmark(beneath: fixture.localRoot, try RelativePath(validating: "edited"))
-            #expect(try run("truncate -s 3 \(local)").status == 0)  // unmarked: as if no daemon ran
+            #expect(try ShellCommand.run("truncate -s 3 \(local)").status == 0)  // unmarked: as if no daemon ran
             try fixture.server.group.mark(beneath: fixture.localRoot, try RelativePath(validating: "edited"))
-            let read = try run("cat \(local) | wc -c")
+            let read = try ShellCommand.run("cat \(local) | wc -c")
             #expect(read.status == 0 && read.output.trimmingCharacters(in: .whitespacesAndNewlines) == "3")
             #expect(fixture.recorder.outcomes.withLock { $0 }.contains { if case .changedLocally = $0 { true } else { false } })
         }
@@ -163,7 +164,7 @@ final class HydrationFixture: Sendable {
         defer { try? group.close() }
         let directory = "/var/tmp/nimbus-probe-\(getpid())"
         mkdir(directory, 0o700)
-        defer { _ = try? run("rm -rf \(directory)") }
+        defer { _ = try? ShellCommand.run("rm -rf \(directory)") }
         _ = FileManager.default.createFile(atPath: directory + "/probe", contents: Data())
         do {
             try group.mark(SystemPath(directory + "/probe"), in: FileDescriptor(rawValue: AT_FDCWD))
@@ -190,7 +191,7 @@ final class HydrationFixture: Sendable {
         mkdir(scratch + "/local", 0o755)
         if let megabytes = localImageMegabytes {
             // A small ext4 image of its own (tmpfs would refuse the marks).
-            let made = try run("truncate -s \(megabytes)M \(scratch)/local.img && mkfs.ext4 -q -F \(scratch)/local.img "
+            let made = try ShellCommand.run("truncate -s \(megabytes)M \(scratch)/local.img && mkfs.ext4 -q -F \(scratch)/local.img "
                                + "&& mount -o loop \(scratch)/local.img \(scratch)/local")
             guard made.status == 0 else { throw Errno.notSupported.at("mount a loop image (\(made.error))", scratch) }
         }
@@ -215,10 +216,10 @@ final class HydrationFixture: Sendable {
 
     static func with(rateLimit: Int = 1000, slowFill: Bool = false, localImageMegabytes: Int? = nil, fillTimeout: Int64? = nil,
                      gate: DispatchSemaphore? = nil, minFreeSpace: Int64 = 0, _ body: (HydrationFixture) throws -> Void) throws {
-        let scratch = try run("mktemp -d /var/tmp/nimbus-hydration-XXXXXX").output.trimmingCharacters(in: .whitespacesAndNewlines)
+        let scratch = try ShellCommand.run("mktemp -d /var/tmp/nimbus-hydration-XXXXXX").output.trimmingCharacters(in: .whitespacesAndNewlines)
         defer {
-            if localImageMegabytes != nil { _ = try? run("umount \(scratch)/local || umount -l \(scratch)/local") }
-            _ = try? run("rm -rf \(scratch)")
+            if localImageMegabytes != nil { _ = try? ShellCommand.run("umount \(scratch)/local || umount -l \(scratch)/local") }
+            _ = try? ShellCommand.run("rm -rf \(scratch)")
         }
         let fixture = try HydrationFixture(scratch: scratch, rateLimit: rateLimit, slowFill: slowFill,
                                            localImageMegabytes: localImageMegabytes, fillTimeout: fillTimeout, gate: gate,
@@ -262,33 +263,4 @@ private extension Array where Element == UInt8 {
         let file = try FileDescriptor.open(SystemPath(path))
         self = try file.closeAfter { try file.readAll() }
     }
-}
-
-/// /bin/sh -c COMMAND with its output, killed after a minute (a reader nobody answers must
-/// not hang the suite).
-@discardableResult
-private func run(_ command: String) throws -> (status: Int32, output: String, error: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/bin/sh")
-    process.arguments = ["-c", command]
-    let output = Pipe(), error = Pipe()
-    process.standardOutput = output
-    process.standardError = error
-    try process.run()
-    let collected = Mutex<(Data, Data)>((Data(), Data()))
-    let done = DispatchSemaphore(value: 0)
-    Thread {
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        let err = error.fileHandleForReading.readDataToEndOfFile()
-        collected.withLock { $0 = (out, err) }
-        done.signal()
-    }.start()
-    if done.wait(timeout: .now() + 60) == .timedOut {
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        throw Errno.busy.at("run (timed out)", command)
-    }
-    process.waitUntilExit()
-    let (out, err) = collected.withLock { $0 }
-    return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
 }

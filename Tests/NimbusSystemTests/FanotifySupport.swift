@@ -88,33 +88,5 @@ final class Responder: Sendable {
     }
 }
 
-/// Runs `command` with /bin/sh and returns its exit status and output, killing it after a
-/// generous deadline (a process waiting for an answer that never comes must not hang the suite).
-func shell(_ command: String, timeout: Double = 60) throws -> (status: Int32, output: String, error: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/bin/sh")
-    process.arguments = ["-c", command]
-    let output = Pipe(), error = Pipe()
-    process.standardOutput = output
-    process.standardError = error
-    try process.run()
-    let done = DispatchSemaphore(value: 0)
-    let collected = Mutex<(Data, Data)>((Data(), Data()))
-    Thread {
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        let err = error.fileHandleForReading.readDataToEndOfFile()
-        collected.withLock { $0 = (out, err) }
-        done.signal()
-    }.start()
-    if done.wait(timeout: .now() + timeout) == .timedOut {
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        throw Errno.busy.at("run (timed out)", command)
-    }
-    process.waitUntilExit()
-    let (out, err) = collected.withLock { $0 }
-    return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
-}
-
 /// Single quotes for /bin/sh.
 func quoted(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'" }

@@ -3,6 +3,7 @@ import Glibc
 import Synchronization
 import Testing
 @testable import NimbusSystem
+import NimbusTestSupport
 
 /// Real-name placeholders against the real kernel (DESIGN §5, issue 16): programs that open a
 /// marked sparse file get the cloud's bytes, written in by a responder thread as the daemon's
@@ -30,20 +31,20 @@ struct RealNamePlaceholderTests {
         try withHydration { fixture in
             let content = randomBytes(size, seed: Self.seed &+ UInt64(size))
             for program in Self.programs {
-                if program.name == "rsync", (try? shell("command -v rsync").status) != 0 {
+                if program.name == "rsync", (try? ShellCommand.run("command -v rsync").status) != 0 {
                     print("rsync is not installed: its case is skipped (apt-get install rsync)")
                     continue
                 }
                 let local = try fixture.placeholder(program.name, content: content)
                 let output = fixture.scratch.path.description + "/out-" + program.name
-                let run = try shell(program.command(local, output))
+                let run = try ShellCommand.run(program.command(local, output))
                 #expect(run.status == 0, "\(program.name): \(run.error)")
                 #expect(run.error.isEmpty, "\(program.name) complained: \(run.error)")  // tar: "file changed as we read it"
                 let copied = try fixture.scratch.read(SystemPath("out-" + program.name))
                 #expect(copied == content, "\(program.name) read \(copied.count) bytes, \(copied.filter { $0 != 0 }.count) non-zero")
             }
-            let md5 = try shell("md5sum < \(quoted(try fixture.placeholder("md5sum", content: content)))")
-            let expected = try shell("md5sum < \(quoted(fixture.scratch.path.description + "/cloud/md5sum"))")
+            let md5 = try ShellCommand.run("md5sum < \(quoted(try fixture.placeholder("md5sum", content: content)))")
+            let expected = try ShellCommand.run("md5sum < \(quoted(fixture.scratch.path.description + "/cloud/md5sum"))")
             #expect(md5.status == 0 && md5.output == expected.output, "\(md5.error)")
             #expect(fixture.hydrator.fills.withLock { $0 } == Self.programs.count + 1 - (fixture.skippedRsync ? 1 : 0))
         }
@@ -60,9 +61,9 @@ struct RealNamePlaceholderTests {
             #expect(try file.allocatedBytes() == 0)
             #expect(try fixture.scratch.directory.extendedAttribute("user.nimbus.state", of: "local/report.pdf")
                     == Array("notDownloaded".utf8))
-            #expect(try shell("du -k \(quoted(local))").output.hasPrefix("0\t"))
+            #expect(try ShellCommand.run("du -k \(quoted(local))").output.hasPrefix("0\t"))
             // `stat` does not open the file: no fetch.
-            #expect(try shell("stat -c %s \(quoted(local))").output == "\(1 << 20)\n")
+            #expect(try ShellCommand.run("stat -c %s \(quoted(local))").output == "\(1 << 20)\n")
             #expect(fixture.hydrator.fills.withLock { $0 } == 0)
             // Never replaces: the name is taken.
             #expect(throws: SystemError.self) { try fixture.placeholder("report.pdf", content: [1]) }
@@ -76,12 +77,12 @@ struct RealNamePlaceholderTests {
             for (error, message) in [(Errno.ioError, "Input/output error"), (.noSpace, "No space left on device")] {
                 fixture.hydrator.refusal.withLock { $0 = error }
                 let local = try fixture.placeholder("refused-\(error.rawValue)", content: content)
-                let run = try shell("cat \(quoted(local))")
+                let run = try ShellCommand.run("cat \(quoted(local))")
                 #expect(run.status != 0 && run.output.isEmpty && run.error.contains(message), "\(run)")
             }
             // An errno the kernel does not accept from a pre-content group is still an answer.
             fixture.hydrator.refusal.withLock { $0 = .permissionDenied }
-            let run = try shell("cat \(quoted(try fixture.placeholder("refused-EACCES", content: content)))")
+            let run = try ShellCommand.run("cat \(quoted(try fixture.placeholder("refused-EACCES", content: content)))")
             #expect(run.status != 0 && run.error.contains("Operation not permitted"), "\(run)")
             #expect(fixture.hydrator.fills.withLock { $0 } == 0)
         }
@@ -94,11 +95,11 @@ struct RealNamePlaceholderTests {
         try withHydration { fixture in
             let content = randomBytes(64 << 10, seed: Self.seed)
             let preAccessOnly = try fixture.placeholder("pre-access-only", content: content, events: [.preAccess])
-            #expect(try shell("cp \(quoted(preAccessOnly)) \(quoted(fixture.scratch.path.description + "/zeros"))").status == 0)
+            #expect(try ShellCommand.run("cp \(quoted(preAccessOnly)) \(quoted(fixture.scratch.path.description + "/zeros"))").status == 0)
             #expect(try fixture.scratch.read("zeros") == [UInt8](repeating: 0, count: content.count))
 
             let marked = try fixture.placeholder("hydration", content: content)
-            #expect(try shell("cp \(quoted(marked)) \(quoted(fixture.scratch.path.description + "/right"))").status == 0)
+            #expect(try ShellCommand.run("cp \(quoted(marked)) \(quoted(fixture.scratch.path.description + "/right"))").status == 0)
             #expect(try fixture.scratch.read("right") == content)
         }
     }
@@ -118,7 +119,7 @@ struct RealNamePlaceholderTests {
             ]
             for (name, command, expected) in cases {
                 let local = try fixture.placeholder(name, content: content)
-                let run = try shell(command(local))
+                let run = try ShellCommand.run(command(local))
                 #expect(run.status == 0, "\(name): \(run.error)")
                 #expect(try fixture.scratch.read(SystemPath("local/" + name)) == expected, "\(name)")
             }
@@ -137,7 +138,7 @@ struct RealNamePlaceholderTests {
                 all.enter()
                 let output = fixture.scratch.path.description + "/reader-\(index)"
                 Thread {
-                    let status = (try? shell("cat \(quoted(local)) > \(quoted(output))").status) ?? -1
+                    let status = (try? ShellCommand.run("cat \(quoted(local)) > \(quoted(output))").status) ?? -1
                     statuses.withLock { $0.append(status) }
                     all.leave()
                 }.start()
@@ -153,7 +154,7 @@ struct RealNamePlaceholderTests {
         try withHydration { fixture in
             let content = randomBytes(1 << 20, seed: Self.seed)
             let local = try fixture.placeholder("evicted", content: content)
-            #expect(try shell("cat \(quoted(local)) > /dev/null").status == 0)
+            #expect(try ShellCommand.run("cat \(quoted(local)) > /dev/null").status == 0)
             let relative = try path("local/evicted")
             let before = try fixture.scratch.directory.metadata(of: "local/evicted")
 
@@ -169,7 +170,7 @@ struct RealNamePlaceholderTests {
             }
             let after = try fixture.scratch.directory.metadata(of: "local/evicted")
             #expect(after.size == before.size && after.mtime == before.mtime && after.inode == before.inode)
-            #expect(try shell("md5sum < \(quoted(local))").output == (try shell("md5sum < \(quoted(fixture.cloud("evicted")))")).output)
+            #expect(try ShellCommand.run("md5sum < \(quoted(local))").output == (try ShellCommand.run("md5sum < \(quoted(fixture.cloud("evicted")))")).output)
             #expect(fixture.hydrator.fills.withLock { $0 } == 2)
         }
     }
@@ -179,7 +180,7 @@ struct RealNamePlaceholderTests {
             let content = randomBytes(8192, seed: Self.seed)
             let local = try fixture.placeholder("changed", content: content)
             try fixture.scratch.write("cloud/changed", Array("different".utf8))  // the cloud moved on
-            let run = try shell("cat \(quoted(local))")
+            let run = try ShellCommand.run("cat \(quoted(local))")
             #expect(run.status != 0 && run.error.contains("Input/output error"), "\(run)")
             let file = try FileDescriptor.open(beneath: fixture.scratch.directory, try path("local/changed"), [.pathOnly])
             defer { try? file.close() }
@@ -205,14 +206,14 @@ struct RealNamePlaceholderTests {
             let local = fixture.scratch.path.description + "/local/guarded"
             let countZeros = "import sys; d = open(sys.argv[1], 'rb').read(); print(len(d), d.count(0))"
             let asNobody = "setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 -c \(quoted(countZeros)) \(quoted(local))"
-            #expect(try shell(asNobody).output == "10000 10000\n", "no listener, no guard: all zeros")
+            #expect(try ShellCommand.run(asNobody).output == "10000 10000\n", "no listener, no guard: all zeros")
 
             #expect(try RealNamePlaceholderFile.guardReading(beneath: fixture.scratch.directory, relative) == 0o644)
             #expect(try fixture.scratch.directory.metadata(of: "local/guarded").mode == 0)
-            let refused = try shell("setpriv --reuid=65534 --regid=65534 --clear-groups cat \(quoted(local))")
+            let refused = try ShellCommand.run("setpriv --reuid=65534 --regid=65534 --clear-groups cat \(quoted(local))")
             #expect(refused.status != 0 && refused.error.contains("Permission denied"), "\(refused)")
             // What remains, as DESIGN §5 says: root reads through the guard.
-            #expect(try shell("cat \(quoted(local)) | wc -c").output.trimmingCharacters(in: .whitespacesAndNewlines) == "10000")
+            #expect(try ShellCommand.run("cat \(quoted(local)) | wc -c").output.trimmingCharacters(in: .whitespacesAndNewlines) == "10000")
             #expect(try fixture.scratch.directory.extendedAttribute(RealNamePlaceholderFile.modeAttribute, of: "local/guarded")
                     == Array("644".utf8))
 
@@ -221,8 +222,8 @@ struct RealNamePlaceholderTests {
                                                        [(Array("guarded".utf8), 0o644)], group: fixture.hydrator.group)
             #expect(try fixture.scratch.directory.metadata(of: "local/guarded").mode == 0o644)
             #expect(try fixture.scratch.directory.extendedAttribute(RealNamePlaceholderFile.modeAttribute, of: "local/guarded") == nil)
-            let read = try shell("setpriv --reuid=65534 --regid=65534 --clear-groups md5sum < \(quoted(local))")
-            let expected = try shell("md5sum < \(quoted(fixture.cloud("guarded")))").output
+            let read = try ShellCommand.run("setpriv --reuid=65534 --regid=65534 --clear-groups md5sum < \(quoted(local))")
+            let expected = try ShellCommand.run("md5sum < \(quoted(fixture.cloud("guarded")))").output
             #expect(read.status == 0 && read.output == expected, "\(read)")
             // The directory's own mark is gone again: a sibling's open raises no event.
             let before = fixture.responder.seen.withLock { $0.count }
@@ -237,7 +238,7 @@ struct RealNamePlaceholderTests {
         let scratch: Scratch
         let hydrator: Hydrator
         let responder: Responder
-        var skippedRsync: Bool { (try? shell("command -v rsync").status) != 0 }
+        var skippedRsync: Bool { (try? ShellCommand.run("command -v rsync").status) != 0 }
 
         func cloud(_ name: String) -> String { scratch.path.description + "/cloud/" + name }
 

@@ -3,6 +3,7 @@ import Glibc
 import Synchronization
 import Testing
 @testable import NimbusSystem
+import NimbusTestSupport
 
 // Real inotify on real temporary directories. No sleeps: each test reads batches until the
 // events it expects have arrived (or 5 s pass). To show that something did NOT happen, a test
@@ -522,7 +523,7 @@ private enum WatchLimitNamespace {
 
     /// Whether a user namespace can be made here and its watch limit set.
     static let canRun: Bool = {
-        let probe = try? shell("unshare --user --map-root-user sh -c 'echo 100 > /proc/sys/user/max_inotify_watches'", timeout: 30)
+        let probe = try? ShellCommand.run("unshare --user --map-root-user sh -c 'echo 100 > /proc/sys/user/max_inotify_watches'", timeout: .seconds(30))
         return probe?.status == 0
     }()
 
@@ -530,7 +531,7 @@ private enum WatchLimitNamespace {
         let executable = try readlinkText("/proc/self/exe")
         let command = "exec unshare --user --map-root-user env \(variable)=1 \(quoted(executable))"
             + " --testing-library swift-testing --filter \(quoted(filter)) 2>&1"
-        let run = try shell(command, timeout: 300)
+        let run = try ShellCommand.run(command, timeout: .seconds(300))
         #expect(run.status == 0 && run.output.contains(ranInside),
                 "the test run in its own user namespace failed (exit \(run.status)): \(command)\n\(run.output)\(run.error)",
                 sourceLocation: sourceLocation)
