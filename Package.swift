@@ -1,8 +1,13 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// Layers (DESIGN §1): executables → NimbusDaemon → NimbusJournal → NimbusCore → NimbusSystem → CNimbus.
-// NimbusProtocol is pure vocabulary shared by the daemon and the control tool.
+// Layers (DESIGN §1): executables → NimbusDaemon → NimbusJournal → NimbusSystem → CNimbus, and
+// NimbusDaemon → NimbusCore → NimbusVocabulary ← NimbusSystem. NimbusVocabulary (paths, metadata,
+// content hashes, errors, the `FileSystem` protocol, `Side`, `TimeSource`) imports nothing but the
+// standard library, so the core, which sees only it, cannot reach a syscall: the compiler keeps
+// I/O out of the sync decision. NimbusSimulation (the in-memory and fault-injecting filesystems)
+// uses only NimbusVocabulary and NimbusTestSupport's seeded generator. NimbusProtocol is the wire
+// vocabulary shared by the daemon and the control tool.
 let strict: [SwiftSetting] = [.enableUpcomingFeature("ExistentialAny")]
 
 let package = Package(
@@ -15,12 +20,15 @@ let package = Package(
     ],
     targets: [
         .target(name: "CNimbus"),
-        .target(name: "NimbusSystem", dependencies: ["CNimbus"], swiftSettings: strict),
-        .target(name: "NimbusCore", dependencies: ["NimbusSystem"], swiftSettings: strict),
-        .target(name: "NimbusJournal", dependencies: ["NimbusCore", "NimbusSystem"], swiftSettings: strict),
-        .target(name: "NimbusProtocol", dependencies: ["NimbusCore"], exclude: ["PROTOCOL.md"], swiftSettings: strict),
+        // No Glibc, no Foundation: value types and the `FileSystem` protocol only.
+        .target(name: "NimbusVocabulary", swiftSettings: strict),
+        .target(name: "NimbusSystem", dependencies: ["CNimbus", "NimbusVocabulary"], swiftSettings: strict),
+        .target(name: "NimbusCore", dependencies: ["NimbusVocabulary"], swiftSettings: strict),
+        .target(name: "NimbusJournal", dependencies: ["NimbusSystem", "NimbusVocabulary"], swiftSettings: strict),
+        .target(name: "NimbusProtocol", dependencies: ["NimbusCore", "NimbusVocabulary"], exclude: ["PROTOCOL.md"],
+                swiftSettings: strict),
         .target(name: "NimbusDaemon",
-                dependencies: ["NimbusCore", "NimbusJournal", "NimbusProtocol", "NimbusSystem"],
+                dependencies: ["NimbusCore", "NimbusJournal", "NimbusProtocol", "NimbusSystem", "NimbusVocabulary"],
                 swiftSettings: strict),
         // What tests (and nimbus-bench) share: the one seeded generator, the one failure type, polls
         // with deadlines, temporary folders, the nimbusd child-process harness. No XCTest or
@@ -28,22 +36,26 @@ let package = Package(
         .target(name: "NimbusTestSupport", dependencies: ["NimbusSystem"], path: "Tests/NimbusTestSupport",
                 swiftSettings: strict),
         // In-memory filesystem, fault injection and a manual clock for whole-engine simulation.
-        .target(name: "NimbusSimulation", dependencies: ["NimbusCore", "NimbusSystem", "NimbusTestSupport"],
-                swiftSettings: strict),
+        .target(name: "NimbusSimulation", dependencies: ["NimbusTestSupport", "NimbusVocabulary"], swiftSettings: strict),
         .executableTarget(name: "nimbusd", dependencies: ["NimbusDaemon"], swiftSettings: strict),
         // The client side of the control protocol, for nimbusctl and for applications.
-        .target(name: "NimbusClient", dependencies: ["NimbusCore", "NimbusProtocol", "NimbusSystem"], swiftSettings: strict),
+        .target(name: "NimbusClient", dependencies: ["NimbusCore", "NimbusProtocol", "NimbusSystem", "NimbusVocabulary"],
+                swiftSettings: strict),
         .executableTarget(name: "nimbusctl", dependencies: ["NimbusClient", "NimbusProtocol", "NimbusSystem"],
                           swiftSettings: strict),
         .executableTarget(name: "nimbus-bench",
-                          dependencies: ["NimbusDaemon", "NimbusJournal", "NimbusSystem", "NimbusCore", "NimbusTestSupport"],
+                          dependencies: ["NimbusDaemon", "NimbusJournal", "NimbusSystem", "NimbusCore", "NimbusTestSupport",
+                                         "NimbusVocabulary"],
                           swiftSettings: strict),
-        .testTarget(name: "NimbusSystemTests", dependencies: ["NimbusSystem", "NimbusTestSupport"]),
-        .testTarget(name: "NimbusCoreTests", dependencies: ["NimbusCore", "NimbusTestSupport"]),
-        .testTarget(name: "NimbusJournalTests", dependencies: ["NimbusJournal", "NimbusTestSupport"]),
-        .testTarget(name: "NimbusDaemonTests", dependencies: ["NimbusDaemon", "NimbusSimulation", "NimbusTestSupport"]),
-        .testTarget(name: "NimbusSimulationTests", dependencies: ["NimbusSimulation", "NimbusTestSupport"]),
-        .testTarget(name: "NimbusClientTests", dependencies: ["NimbusClient", "NimbusSimulation", "NimbusTestSupport"]),
+        .testTarget(name: "NimbusSystemTests", dependencies: ["NimbusSystem", "NimbusTestSupport", "NimbusVocabulary"]),
+        .testTarget(name: "NimbusCoreTests", dependencies: ["NimbusCore", "NimbusSystem", "NimbusTestSupport", "NimbusVocabulary"]),
+        .testTarget(name: "NimbusJournalTests", dependencies: ["NimbusJournal", "NimbusSystem", "NimbusTestSupport"]),
+        .testTarget(name: "NimbusDaemonTests",
+                    dependencies: ["NimbusDaemon", "NimbusSimulation", "NimbusTestSupport", "NimbusVocabulary"]),
+        .testTarget(name: "NimbusSimulationTests",
+                    dependencies: ["NimbusSimulation", "NimbusSystem", "NimbusTestSupport", "NimbusVocabulary"]),
+        .testTarget(name: "NimbusClientTests",
+                    dependencies: ["NimbusClient", "NimbusSimulation", "NimbusTestSupport", "NimbusVocabulary"]),
         // Runs the real binaries on real folders; depends on them so they are built first.
         .testTarget(name: "IntegrationTests",
                     dependencies: ["NimbusSystem", "NimbusClient", "NimbusTestSupport", "nimbusd", "nimbusctl"]),

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import NimbusCore
 import NimbusProtocol
+import NimbusVocabulary
 
 /// Everything that can go wrong when talking to the daemon. Like the daemon's own errors,
 /// each says what failed (`message`), why (`reason`) and what to do (`suggestion`); the

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import NimbusProtocol
 import NimbusSystem
+import NimbusVocabulary
 
 /// A conversation with a running `nimbusd` over its control socket (DESIGN §7). Calls may
 /// be made from any number of tasks at once; each waits for its own answer.

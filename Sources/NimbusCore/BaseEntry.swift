@@ -1,4 +1,4 @@
-import NimbusSystem
+import NimbusVocabulary
 
 /// What both sides looked like at the last successful sync of a path: the "ancestor" of the
 /// three-way comparison (DESIGN §4). Inodes and devices differ between the sides, so each
@@ -67,12 +67,4 @@ public enum Change: Hashable, Sendable {
             return .unchanged
         }
     }
-}
-
-/// Time as the engine sees it: injected, so simulations can move it by hand.
-public protocol Clock: Sendable {
-    /// Monotonic nanoseconds, for timeouts and quiet periods.
-    var monotonicNow: Int64 { get }
-    /// Wall-clock nanoseconds since the epoch, for names and retention.
-    var wallNow: Int64 { get }
 }

@@ -1,4 +1,4 @@
-import NimbusSystem
+import NimbusVocabulary
 
 /// Names the copy that keeps the losing side of a conflict:
 /// `report (conflict from laptop 2026-11-21 133501).pdf`, then ` 2`, ` 3`… when taken.

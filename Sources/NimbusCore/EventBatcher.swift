@@ -1,4 +1,4 @@
-import NimbusSystem
+import NimbusVocabulary
 
 /// Turns a stream of watch hints into batches of paths to sync (DESIGN §1: events say where
 /// to look). Pure: the current time is an argument.

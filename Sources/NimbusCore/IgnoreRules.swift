@@ -1,4 +1,4 @@
-import NimbusSystem
+import NimbusVocabulary
 
 /// Which paths are left out of syncing: the `.nimbusignore` file of the local root, in
 /// gitignore syntax, plus built-in defaults (DESIGN §4).

@@ -1,4 +1,4 @@
-import NimbusSystem
+import NimbusVocabulary
 
 /// `.shared` locks on overlapping paths may be held together; an `.exclusive` one overlaps
 /// nothing else.

@@ -1,4 +1,4 @@
-import NimbusSystem
+import NimbusVocabulary
 import Synchronization
 
 /// A lock granted by `PathLocks`. Give it back with `unlock`; unlocking it again, or after

@@ -1,4 +1,4 @@
-import NimbusSystem
+import NimbusVocabulary
 
 /// The local stand-in for a file kept only in the cloud (DESIGN §5): `dir/report.pdf` is
 /// represented by the small text file `dir/report.pdf.nimbus`, which says what it stands for

@@ -1,4 +1,4 @@
-import NimbusSystem
+import NimbusVocabulary
 
 /// Why a placeholder keeps its style in a conversion (it is converted by a later one, once
 /// the reason is gone).

@@ -1,4 +1,4 @@
-import NimbusSystem
+import NimbusVocabulary
 
 /// What the journal says about one path, as the fold needs it.
 public struct PlaceholderRecord: Hashable, Sendable {

@@ -1,4 +1,4 @@
-import NimbusSystem
+import NimbusVocabulary
 
 /// Turns reconcile's plan into one that respects placeholders (DESIGN §5). Reconcile sees a
 /// placeholder as the file it stands for, unchanged since its base; this pass then makes

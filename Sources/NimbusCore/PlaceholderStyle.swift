@@ -1,4 +1,4 @@
-import NimbusSystem
+import NimbusVocabulary
 
 /// How a file kept only in the cloud is stood for locally (DESIGN §5). The plan is the same
 /// for both styles; what differs is where the placeholder lives, and so which name clashes

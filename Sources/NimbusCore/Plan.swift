@@ -1,4 +1,4 @@
-import NimbusSystem
+import NimbusVocabulary
 
 /// One step of a plan. Every destructive step carries what the plan expects to find, so the
 /// executor re-checks it first and refuses ("changed since planned") instead of destroying a

@@ -1,4 +1,4 @@
-import NimbusSystem
+import NimbusVocabulary
 
 extension Reconciler {
     /// Finds entries that moved on `side` (same inode at a new path) and, where the other side

@@ -1,4 +1,4 @@
-import NimbusSystem
+import NimbusVocabulary
 
 /// Three-way reconciliation (DESIGN §4): compares each side with the base (the state at the
 /// last sync) and plans what to propagate. Pure: no I/O, no clock.

@@ -1,4 +1,4 @@
-import NimbusSystem
+import NimbusVocabulary
 
 /// Whether a cloud file is downloaded rather than shown as a placeholder (DESIGN §5): in
 /// mirror mode unless the user evicted it; in on-demand mode only when it or a folder above

@@ -1,4 +1,4 @@
-import NimbusSystem
+import NimbusVocabulary
 
 extension WriteProtocol {
     /// How to write a filesystem with these capabilities (DESIGN §3). Pure, so every

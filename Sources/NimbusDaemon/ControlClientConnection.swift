@@ -1,6 +1,7 @@
 import NimbusCore
 import NimbusProtocol
 import NimbusSystem
+import NimbusVocabulary
 
 /// One control connection, owned by the server thread (never touched from elsewhere): its
 /// socket, the unfinished input line, the bytes waiting to be sent, and what it asked for.

@@ -1,5 +1,6 @@
 import NimbusCore
 import NimbusSystem
+import NimbusVocabulary
 
 /// The pair as the control server sees it (PROTOCOL.md): what it may read from any thread,
 /// and what it may ask of the engine thread. `PairRuntime` is the real one; tests give the

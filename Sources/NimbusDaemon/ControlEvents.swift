@@ -1,6 +1,7 @@
 import NimbusCore
 import NimbusProtocol
 import NimbusSystem
+import NimbusVocabulary
 
 /// Turns engine events into `event` and `progress` notifications (PROTOCOL.md, "watch").
 /// Each is encoded once for all watchers. Progress is thinned to about ten notifications a

@@ -2,6 +2,7 @@ import FoundationEssentials
 import NimbusCore
 import NimbusProtocol
 import NimbusSystem
+import NimbusVocabulary
 
 extension ControlHandler {
     // MARK: - Work on the engine thread

@@ -1,5 +1,6 @@
 import NimbusCore
 import NimbusSystem
+import NimbusVocabulary
 import Synchronization
 
 /// Why a lease was not granted.

@@ -1,6 +1,7 @@
 import NimbusCore
 import NimbusProtocol
 import NimbusSystem
+import NimbusVocabulary
 
 /// The server thread's work on connections: accepting (with the credential check), reading
 /// lines, sending answers and notifications, closing.

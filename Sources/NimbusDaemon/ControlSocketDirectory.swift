@@ -1,5 +1,6 @@
 import NimbusProtocol
 import NimbusSystem
+import NimbusVocabulary
 
 /// Creates and checks the directory of the control socket (DESIGN §7): the socket is the
 /// daemon's door, so whoever could replace it could impersonate the daemon to `nimbusctl`.

@@ -1,6 +1,7 @@
 import Glibc
 import NimbusCore
 import NimbusSystem
+import NimbusVocabulary
 
 /// nimbusd's privilege (DESIGN §5). Real-name placeholders need one privileged call,
 /// `fanotify_init` of a pre-content group (`CAP_SYS_ADMIN`); everything after it (marks,

@@ -1,5 +1,6 @@
 import NimbusCore
 import NimbusSystem
+import NimbusVocabulary
 
 /// What a button on a desktop notification does; the raw value is the D-Bus action key.
 enum DesktopAction: String, Sendable, CaseIterable {

@@ -2,6 +2,7 @@ import Dispatch
 import FoundationEssentials
 import NimbusCore
 import NimbusSystem
+import NimbusVocabulary
 import Synchronization
 
 /// Desktop notifications over the session bus (`[desktop] notifications`). The engine only

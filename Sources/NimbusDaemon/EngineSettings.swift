@@ -1,5 +1,6 @@
 import NimbusCore
 import NimbusSystem
+import NimbusVocabulary
 
 /// What the engine needs from the configuration (DESIGN §3, §4, §8).
 public struct EngineSettings: Sendable {

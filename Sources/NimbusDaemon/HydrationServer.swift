@@ -3,6 +3,7 @@ import FoundationEssentials
 import Glibc
 import NimbusCore
 import NimbusSystem
+import NimbusVocabulary
 import Synchronization
 
 /// Serves the kernel's pre-content events for real-name placeholders (DESIGN §5): one thread

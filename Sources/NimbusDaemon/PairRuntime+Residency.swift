@@ -1,5 +1,6 @@
 import NimbusCore
 import NimbusSystem
+import NimbusVocabulary
 import Synchronization
 
 /// Downloads on demand and the cache budget at run time (DESIGN §5).

@@ -1,5 +1,6 @@
 import NimbusCore
 import NimbusSystem
+import NimbusVocabulary
 
 /// What the runtime needs of a folder's watcher: `TreeWatcher` in nimbusd, a fake in tests.
 /// `next` blocks on the side's own thread; `wake` and `close` come from the engine thread.

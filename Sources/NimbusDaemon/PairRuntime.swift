@@ -1,4 +1,5 @@
 import FoundationEssentials
+import NimbusVocabulary
 import Synchronization
 import NimbusCore
 import NimbusSystem
@@ -56,7 +57,7 @@ public final class PairRuntime<FS: FileSystem, Watcher: TreeWatching>: @unchecke
     /// Changed only on the engine thread (reload); the folders never change while running.
     public private(set) var options: RuntimeOptions
     let log: Logger
-    let clock: any Clock
+    let clock: any TimeSource
     let inbox = Inbox<Message>()
     let store: any RecordStore
     /// Watches one side's folder (its root, and what to report).
@@ -108,7 +109,7 @@ public final class PairRuntime<FS: FileSystem, Watcher: TreeWatching>: @unchecke
 
     /// A runtime for `engine`, whose journal is `store`. Nothing is read or watched before `run`
     /// (or, in tests, `begin`).
-    init(engine: SyncEngine<FS>, store: any RecordStore, options: RuntimeOptions, clock: any Clock, log: Logger,
+    init(engine: SyncEngine<FS>, store: any RecordStore, options: RuntimeOptions, clock: any TimeSource, log: Logger,
          notifier: SystemdNotifier = SystemdNotifier(), rootLock: DirectoryLock? = nil,
          readIgnoreFile: @escaping () throws -> [UInt8]? = { nil },
          makeWatcher: @escaping (Side, SystemPath, TreeWatcher.Options) throws -> Watcher) {

@@ -1,6 +1,7 @@
 import NimbusCore
 import NimbusJournal
 import NimbusSystem
+import NimbusVocabulary
 
 /// Whether a file's content is kept locally (DESIGN §5).
 public enum Residency: UInt8, Sendable, Hashable {

@@ -1,5 +1,6 @@
 import NimbusCore
 import NimbusSystem
+import NimbusVocabulary
 
 extension PlaceholderMarker {
     /// Markers without files of their own (the simulation's) have no interrupted fills.

@@ -1,5 +1,6 @@
 import NimbusCore
 import NimbusSystem
+import NimbusVocabulary
 
 /// What the engine needs from the kernel's hooks to keep real-name placeholders (DESIGN §5):
 /// the files themselves on the local side, marked, and known to the listener that fills them.

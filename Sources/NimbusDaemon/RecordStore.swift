@@ -1,6 +1,7 @@
 import NimbusCore
 import NimbusJournal
 import NimbusSystem
+import NimbusVocabulary
 
 /// Where the engine persists its per-path records. Changes become durable only at `commit`;
 /// a crash before it loses them, which is safe: the next start rescans and finds the work

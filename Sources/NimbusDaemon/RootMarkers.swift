@@ -1,6 +1,7 @@
 import FoundationEssentials
 import NimbusCore
 import NimbusSystem
+import NimbusVocabulary
 
 /// The identity markers of DESIGN §3. A root whose marker is missing is never read as
 /// "everything was deleted": an unmounted disk or an empty mount point looks exactly like that.

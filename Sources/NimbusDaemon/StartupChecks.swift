@@ -1,5 +1,6 @@
 import NimbusCore
 import NimbusSystem
+import NimbusVocabulary
 
 /// Why the daemon cannot start, said once before READY with its sysexits code, instead of
 /// waiting forever for a folder that can never work (issue #13).

@@ -1,5 +1,6 @@
 import NimbusCore
 import NimbusSystem
+import NimbusVocabulary
 
 /// The cache budget (DESIGN §5, seed "Explorer"): downloaded, unpinned files are evicted,
 /// least recently opened first, while they take more than `cache-limit` bytes, and when they

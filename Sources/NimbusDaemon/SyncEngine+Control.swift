@@ -1,5 +1,6 @@
 import NimbusCore
 import NimbusSystem
+import NimbusVocabulary
 
 extension SyncEngine {
     /// How many paths are in conflict, without building the list (`status` asks often).

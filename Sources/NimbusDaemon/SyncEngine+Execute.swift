@@ -1,5 +1,6 @@
 import NimbusCore
 import NimbusSystem
+import NimbusVocabulary
 
 extension Action {
     /// The paths an action writes to, which must not be leased while it runs.

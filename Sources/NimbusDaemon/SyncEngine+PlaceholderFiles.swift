@@ -1,5 +1,6 @@
 import NimbusCore
 import NimbusSystem
+import NimbusVocabulary
 
 /// Writing, moving and removing placeholder files (DESIGN §5). A placeholder someone wrote
 /// into is their content now: it is kept under a conflict name, never deleted.

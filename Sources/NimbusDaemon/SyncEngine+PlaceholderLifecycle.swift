@@ -1,5 +1,6 @@
 import NimbusCore
 import NimbusSystem
+import NimbusVocabulary
 
 /// Placeholders across the daemon's life (DESIGN §5): at start, before any pass, placeholders
 /// written in another style (a pair that switched, a daemon that lost its privilege) are

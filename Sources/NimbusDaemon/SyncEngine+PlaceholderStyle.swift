@@ -1,5 +1,6 @@
 import NimbusCore
 import NimbusSystem
+import NimbusVocabulary
 
 /// A real-name placeholder action without the kernel's hooks (no marker: no privilege, an
 /// old kernel, a filesystem without pre-content events).

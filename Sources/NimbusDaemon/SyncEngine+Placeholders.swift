@@ -1,5 +1,6 @@
 import NimbusCore
 import NimbusSystem
+import NimbusVocabulary
 
 extension SyncIndex: PlaceholderRecords {
     func placeholderRecord(at path: RelativePath) -> PlaceholderRecord? {

@@ -1,5 +1,6 @@
 import NimbusCore
 import NimbusSystem
+import NimbusVocabulary
 
 /// One path as the control protocol shows it.
 public struct EntryInfo: Hashable, Sendable {

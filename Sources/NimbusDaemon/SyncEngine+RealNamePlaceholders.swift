@@ -1,5 +1,6 @@
 import NimbusCore
 import NimbusSystem
+import NimbusVocabulary
 
 /// The executor's real-name placeholders (DESIGN §5): `dir/report.pdf` itself, sparse, with
 /// the cloud file's size, mtime and mode, marked so that opening it fills it. Written like a

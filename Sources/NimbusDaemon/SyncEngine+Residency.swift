@@ -1,5 +1,6 @@
 import NimbusCore
 import NimbusSystem
+import NimbusVocabulary
 
 /// Who asked for a download: a person may go below `min-free-space`, automatic downloads
 /// (opening a placeholder) may not. Neither may fill the disk.

@@ -1,5 +1,6 @@
 import NimbusCore
 import NimbusSystem
+import NimbusVocabulary
 
 extension SyncEngine {
     /// The mass-delete guard (DESIGN §3): a batch deleting more than `maxDeletePercent` of the

@@ -1,5 +1,6 @@
 import NimbusCore
 import NimbusSystem
+import NimbusVocabulary
 
 // A cloud folder shared by several machines (DESIGN §3): what its filesystem supports, how
 // it is written, and what happens when a file turns out to have been replaced by another

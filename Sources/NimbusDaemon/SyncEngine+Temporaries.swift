@@ -1,5 +1,6 @@
 import NimbusCore
 import NimbusSystem
+import NimbusVocabulary
 
 // Leftover temporary files (DESIGN §3, issue 12 item 4). A crash, a failed copy or a folder
 // renamed during a download leaves a `.nimbus-tmp-` file behind. They are removed at start,

@@ -1,5 +1,6 @@
 import NimbusCore
 import NimbusSystem
+import NimbusVocabulary
 
 /// One file a restore brings back (or would, in a dry run).
 public struct RestorePlanItem: Sendable, Equatable {

@@ -1,5 +1,6 @@
 import NimbusCore
 import NimbusSystem
+import NimbusVocabulary
 import Synchronization
 
 /// The sync engine for one pair: scans what changed, reconciles it with the journal's base,
@@ -22,7 +23,7 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
     public let local: FS
     public let cloud: FS
     let store: any RecordStore
-    let clock: any Clock
+    let clock: any TimeSource
     let log: Logger
     let rootNames: (local: String, cloud: String)
     let settingsBox: Mutex<EngineSettings>
@@ -68,7 +69,7 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
     }
 
     public init(local: FS, cloud: FS, store: any RecordStore, records: [RelativePath: PathRecord],
-                clock: any Clock, settings: EngineSettings, log: Logger, rootNames: (local: String, cloud: String)) {
+                clock: any TimeSource, settings: EngineSettings, log: Logger, rootNames: (local: String, cloud: String)) {
         self.local = local
         self.cloud = cloud
         self.store = store

@@ -1,5 +1,6 @@
 import NimbusCore
 import NimbusSystem
+import NimbusVocabulary
 
 /// The engine's in-memory view of the journal: records by path, plus each directory's
 /// children so a subtree can be found without scanning every record.

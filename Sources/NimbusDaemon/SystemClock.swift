@@ -1,10 +1,11 @@
 import Dispatch
 import NimbusSystem
+import NimbusVocabulary
 import Synchronization
 import NimbusCore
 
 /// The real clock: a monotonic one for waiting, the wall clock for names and retention.
-public struct SystemClock: Clock {
+public struct SystemClock: TimeSource {
     public init() {}
     public var monotonicNow: Int64 { Int64(DispatchTime.now().uptimeNanoseconds) }
     public var wallNow: Int64 { ProcessSupport.wallClockNanoseconds }
@@ -24,7 +25,7 @@ final class Inbox<Message: Sendable>: Sendable {
     }
 
     /// Waits until a message arrives or `deadline` (monotonic ns) passes; returns all queued.
-    func wait(until deadline: Int64?, clock: any Clock) -> [Message] {
+    func wait(until deadline: Int64?, clock: any TimeSource) -> [Message] {
         while true {
             let taken = messages.withLock { queued in
                 defer { queued = [] }

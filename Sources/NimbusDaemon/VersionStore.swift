@@ -1,5 +1,6 @@
 import NimbusCore
 import NimbusSystem
+import NimbusVocabulary
 
 /// Previous versions of cloud files (DESIGN §4): before a cloud file is replaced or deleted it
 /// is renamed (same filesystem, no copy) to `.nimbus/versions/<path>/<time>-<device>.nimbus-version`.

@@ -1,4 +1,5 @@
 import NimbusSystem
+import NimbusVocabulary
 
 /// The journal's own states. Syscall failures of its files are `SystemError`s naming the file.
 public enum JournalError: Error, Equatable, Sendable, CustomStringConvertible {

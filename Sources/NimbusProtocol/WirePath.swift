@@ -1,5 +1,5 @@
 import FoundationEssentials
-import NimbusSystem
+import NimbusVocabulary
 
 /// A path as it travels on the wire (PROTOCOL.md, "Paths"): relative to the local folder,
 /// in a JSON string field (`path`, `to`, `conflictCopy`, …).

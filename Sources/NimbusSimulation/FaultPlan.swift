@@ -1,5 +1,5 @@
-import NimbusSystem
 import NimbusTestSupport
+import NimbusVocabulary
 
 /// The operations of `FileSystem`, to aim faults at and count calls by.
 public enum FileSystemOperation: String, CaseIterable, Hashable, Sendable {

@@ -1,4 +1,4 @@
-import NimbusSystem
+import NimbusVocabulary
 
 // Each operation: checked against the plan, then forwarded to the base.
 extension FaultyFileSystem {

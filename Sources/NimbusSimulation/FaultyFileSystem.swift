@@ -1,4 +1,4 @@
-import NimbusSystem
+import NimbusVocabulary
 import Synchronization
 import NimbusTestSupport
 

@@ -1,4 +1,4 @@
-import NimbusSystem
+import NimbusVocabulary
 
 /// One inode of the in-memory filesystem. Directories map names to inode numbers, as on disk,
 /// so a rename moves a name and never the inode behind it.

@@ -1,3 +1,4 @@
+import NimbusVocabulary
 import Synchronization
 
 /// Time that moves only when a test says so. It stands for both the monotonic and the wall
@@ -6,7 +7,7 @@ import Synchronization
 /// Because nothing advances on its own, two writes between `advance` calls get the same
 /// mtime — as two writes within one kernel timestamp tick do on a real disk — so an engine
 /// that trusts size+mtime alone can be caught out deliberately.
-public final class ManualClock: Sendable {
+public final class ManualClock: TimeSource {
     private let current: Mutex<Int64>
 
     /// Starts at `start` nanoseconds since the epoch; the default is in November 2023, so
@@ -16,6 +17,8 @@ public final class ManualClock: Sendable {
     }
 
     public var now: Int64 { current.withLock { $0 } }
+    public var monotonicNow: Int64 { now }
+    public var wallNow: Int64 { now }
 
     /// Moves time forward; it never goes back.
     public func advance(by nanoseconds: Int64) {

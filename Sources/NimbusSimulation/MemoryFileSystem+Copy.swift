@@ -1,4 +1,4 @@
-import NimbusSystem
+import NimbusVocabulary
 
 // prepareCopy / install / discard, following NimbusSystem's `Copier`: the source is opened
 // and checked against the plan, copied `copyChunkSize` bytes at a time, and checked again.

@@ -1,4 +1,4 @@
-import NimbusSystem
+import NimbusVocabulary
 
 // What a test does to a side directly, as a user or another program would: edits that bump
 // mtimes through the clock and keep inodes as the kernel would. For renames, use `rename`.

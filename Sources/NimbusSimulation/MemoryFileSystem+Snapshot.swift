@@ -1,4 +1,4 @@
-import NimbusSystem
+import NimbusVocabulary
 
 extension MemoryFileSystem {
     /// One entry of `snapshot()`: a value copy, safe to keep and compare after the filesystem

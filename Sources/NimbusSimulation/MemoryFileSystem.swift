@@ -1,4 +1,4 @@
-import NimbusSystem
+import NimbusVocabulary
 import Synchronization
 
 /// A `FileSystem` held in memory that behaves like ext4 as an unprivileged daemon sees it,

@@ -1,4 +1,4 @@
-import NimbusSystem
+import NimbusVocabulary
 
 /// A source file as a copy holds it open: the inode, not the path. Its `changeStamp` at
 /// opening stands for the ctime the real copier compares before and after.

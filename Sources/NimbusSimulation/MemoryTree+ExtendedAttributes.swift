@@ -1,4 +1,4 @@
-import NimbusSystem
+import NimbusVocabulary
 
 // Extended attributes live on the inode, so they follow renames and vanish with the file.
 // Only the "user." namespace is Nimbus's (EOPNOTSUPP for any other, checked first). Linux

@@ -1,4 +1,4 @@
-import NimbusSystem
+import NimbusVocabulary
 
 // The syscalls, one method each, with Linux's errors in Linux's order. Each either succeeds
 // or throws before changing anything.

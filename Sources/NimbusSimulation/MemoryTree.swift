@@ -1,4 +1,4 @@
-import NimbusSystem
+import NimbusVocabulary
 
 /// The state behind a `MemoryFileSystem`'s lock: an inode table, the root, and space
 /// accounting. The primitives here keep three things true for every caller: a directory's

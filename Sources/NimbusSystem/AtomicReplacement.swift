@@ -1,4 +1,5 @@
 import Glibc
+import NimbusVocabulary
 
 /// Replacing a file by a new version written beside it, for applications (NimbusClient's
 /// coordinated writes): create the empty temporary, then flush it, rename it over the target

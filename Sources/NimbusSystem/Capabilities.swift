@@ -1,5 +1,6 @@
 import CNimbus
 import Glibc
+import NimbusVocabulary
 
 /// The daemon's privilege (DESIGN §5): real-name placeholders need `CAP_SYS_ADMIN` for one
 /// call, `fanotify_init` (`FanotifyGroup.init`). Marks, events and answers need nothing more,

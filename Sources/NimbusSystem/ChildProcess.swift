@@ -1,5 +1,6 @@
 import CNimbus
 import Glibc
+import NimbusVocabulary
 
 /// Programs nimbusctl starts (`lock -- COMMAND`, `xdg-open`), without Foundation's `Process`:
 /// a command-line tool that loads all of Foundation spends about 4 ms more starting than one

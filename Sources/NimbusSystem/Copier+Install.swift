@@ -1,4 +1,5 @@
 import Glibc
+import NimbusVocabulary
 
 /// The second half of an atomic copy (DESIGN §3): puts a prepared temporary file at its
 /// destination without ever overwriting a file the plan did not expect. How depends on the

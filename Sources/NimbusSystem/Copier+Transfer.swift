@@ -1,5 +1,6 @@
 import CNimbus
 import Glibc
+import NimbusVocabulary
 import Synchronization
 
 /// Moves the bytes of one file into another, the fastest way the two filesystems allow:

@@ -1,4 +1,5 @@
 import Glibc
+import NimbusVocabulary
 
 // Checking what was moved aside, on filesystems whose clients cache (DESIGN §3). Before a
 // rename, `lstat` of a file on sshfs, NFS or an rclone mount may answer from a cache that is

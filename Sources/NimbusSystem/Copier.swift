@@ -1,4 +1,5 @@
 import Glibc
+import NimbusVocabulary
 import Synchronization
 
 /// Where the temporary names of this process start (see `TemporaryFile.randomName`).

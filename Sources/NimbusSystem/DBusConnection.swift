@@ -1,4 +1,5 @@
 import Dispatch
+import NimbusVocabulary
 
 /// A small D-Bus client on a Unix socket: SASL EXTERNAL, `Hello`, method calls, signals.
 /// Every wait has a deadline, so a bus that is slow or stuck costs at most `timeout`; the

@@ -1,4 +1,5 @@
 import Glibc
+import NimbusVocabulary
 
 /// `mkdir -p`: creates `path` and any missing parents with `permissions`.
 /// Succeeds when the directory already exists. The corresponding C function is `mkdir`.

@@ -1,4 +1,5 @@
 import Glibc
+import NimbusVocabulary
 import Synchronization
 
 /// Directory descriptors kept open for a batch of operations (issue 15).

@@ -1,4 +1,5 @@
 import Glibc
+import NimbusVocabulary
 
 // File contents: reading, hashing, atomic writes and copies, extended attributes.
 

@@ -1,4 +1,5 @@
 import Glibc
+import NimbusVocabulary
 
 extension DiskFileSystem {
     public func prepareFile(near path: RelativePath, contents: [UInt8], mode: UInt32, mtime: Int64,

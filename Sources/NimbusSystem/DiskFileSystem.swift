@@ -1,4 +1,5 @@
 import Glibc
+import NimbusVocabulary
 import Synchronization
 
 /// The real `FileSystem`: a directory tree on a local disk or a network mount.

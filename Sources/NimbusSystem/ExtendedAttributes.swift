@@ -1,4 +1,5 @@
 import Glibc
+import NimbusVocabulary
 
 /// Extended attributes of an entry of an open directory, without opening the entry.
 ///

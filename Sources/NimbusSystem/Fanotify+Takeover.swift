@@ -1,5 +1,6 @@
 import CNimbus
 import Glibc
+import NimbusVocabulary
 
 // A group that outlives its daemon (DESIGN §5). systemd keeps the group's descriptor in the
 // unit's file-descriptor store (FDSTORE=1) across a crash, so its marks stay and a program that

@@ -1,5 +1,6 @@
 import CNimbus
 import Glibc
+import NimbusVocabulary
 
 /// One fanotify group of class `FAN_CLASS_PRE_CONTENT` (DESIGN §5): the kernel stops every
 /// process that opens or reads a marked file and waits for this group's answer, so the daemon

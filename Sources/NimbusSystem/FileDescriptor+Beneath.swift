@@ -1,4 +1,5 @@
 import Glibc
+import NimbusVocabulary
 
 // Operations on paths inside a root directory. Every path is resolved with openat2 beneath
 // the root refusing all symlinks, then the final name is handled with an *at call on its

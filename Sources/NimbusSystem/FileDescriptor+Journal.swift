@@ -1,4 +1,5 @@
 import Glibc
+import NimbusVocabulary
 
 extension FileDescriptor {
     /// Takes an exclusive advisory lock (flock(2), non-blocking) held until the descriptor is

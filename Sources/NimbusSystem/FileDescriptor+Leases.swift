@@ -1,4 +1,5 @@
 import Glibc
+import NimbusVocabulary
 
 extension FileDescriptor {
     /// True when some process has this file open for writing. A read lease cannot be taken

@@ -162,6 +162,7 @@ extension FileDescriptor {
 }
 
 import CNimbus
+import NimbusVocabulary
 enum CNimbusFlags {
     static let renameNoReplace = CNIMBUS_RENAME_NOREPLACE
     static let renameExchange = CNIMBUS_RENAME_EXCHANGE

@@ -1,5 +1,6 @@
 import CNimbus
 import Glibc
+import NimbusVocabulary
 
 /// One inotify instance: a descriptor the kernel queues events on for every watched
 /// directory. It knows nothing about trees or paths; `TreeWatcher` builds those on top.

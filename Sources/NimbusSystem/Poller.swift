@@ -1,4 +1,5 @@
 import Glibc
+import NimbusVocabulary
 
 /// What a descriptor is ready for, or wants to be woken for.
 public struct PollEvents: OptionSet, Sendable, Hashable {

@@ -1,6 +1,7 @@
 import Dispatch
 import CNimbus
 import Glibc
+import NimbusVocabulary
 
 /// Small facts and services about the running process, so executables need not import Glibc.
 public enum ProcessSupport {

@@ -1,5 +1,6 @@
 import CNimbus
 import Glibc
+import NimbusVocabulary
 
 /// Real-name placeholders written by the engine's executor through the local `DiskFileSystem`
 /// (DESIGN §5): a placeholder is prepared like a download (a temporary file, then `install`,

@@ -1,4 +1,5 @@
 import Glibc
+import NimbusVocabulary
 
 /// Nobody reads zeros (DESIGN §5): without a listening daemon a not-downloaded file would
 /// read as zeros (its holes). While no daemon listens (clean stop, before the first start) its

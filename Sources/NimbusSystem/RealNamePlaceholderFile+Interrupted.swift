@@ -1,5 +1,6 @@
 import CNimbus
 import Glibc
+import NimbusVocabulary
 
 /// A fill interrupted by `kill -9` (or a crash of the daemon alone) leaves a not-downloaded file
 /// that holds part of the cloud's content: the writes moved its mtime, so at the next start it

@@ -1,4 +1,5 @@
 import Glibc
+import NimbusVocabulary
 
 /// Real-name placeholders on disk (DESIGN §5): a not-downloaded `dir/report.pdf` is a sparse
 /// file at `dir/report.pdf` with the cloud file's size, mtime and mode and no data blocks,

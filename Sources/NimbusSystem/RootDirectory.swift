@@ -1,4 +1,5 @@
 import Glibc
+import NimbusVocabulary
 import Synchronization
 
 /// The open directory of a sync root, shared by every operation on it.

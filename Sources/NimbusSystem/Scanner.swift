@@ -1,4 +1,5 @@
 import Glibc
+import NimbusVocabulary
 
 /// Lists a directory tree below a root: every entry's path and lstat metadata, the target of
 /// each symlink, parents before children. Symlinks are reported, never followed; FIFOs,

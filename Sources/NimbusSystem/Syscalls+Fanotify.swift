@@ -1,5 +1,6 @@
 import CNimbus
 import Glibc
+import NimbusVocabulary
 
 // The seam for fanotify, hole punching and capabilities. Like Syscalls.swift, each function is
 // one libc call that retries EINTR and throws `Errno`.

@@ -1,5 +1,6 @@
 import CNimbus
 import Glibc
+import NimbusVocabulary
 
 // The seam for scanning, copying and extended attributes. Like Syscalls.swift, each function
 // is one libc call that retries EINTR and throws `Errno`. The directory-stream calls

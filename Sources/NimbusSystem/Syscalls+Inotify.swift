@@ -1,4 +1,5 @@
 import Glibc
+import NimbusVocabulary
 
 // The seam for watching: inotify, poll(2) and directory streams. Like Syscalls.swift, each
 // function is one libc call that retries EINTR and throws `Errno`.

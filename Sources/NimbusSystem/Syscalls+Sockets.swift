@@ -1,5 +1,6 @@
 import CNimbus
 import Glibc
+import NimbusVocabulary
 
 // The seam for sockets, datagrams, poll, descriptor flags and child processes. Like
 // Syscalls.swift, each function is one libc call that retries EINTR (in `retrying`) and

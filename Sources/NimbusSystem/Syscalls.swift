@@ -1,5 +1,6 @@
 import CNimbus
 import Glibc
+import NimbusVocabulary
 
 // The seam: every libc call Nimbus makes for I/O (files, directories, sockets, datagrams,
 // poll, pipes, inotify, fanotify, xattrs, child processes) goes through one function in the

@@ -1,4 +1,5 @@
 import Glibc
+import NimbusVocabulary
 
 /// Finds the temporary files a crash left anywhere below a root, reading names only.
 ///

@@ -1,4 +1,5 @@
 import Glibc
+import NimbusVocabulary
 import Synchronization
 
 /// Watches a directory tree with inotify: the root and every directory below it get a watch,

@@ -1,5 +1,6 @@
 import CNimbus
 import Glibc
+import NimbusVocabulary
 
 /// A Unix datagram socket: the transport of systemd's notification protocol (sd_notify).
 /// Every failure is a `SystemError` naming the operation and the socket path concerned.

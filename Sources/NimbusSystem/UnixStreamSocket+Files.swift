@@ -1,4 +1,5 @@
 import Glibc
+import NimbusVocabulary
 
 /// What the control server checks about the directory of its socket and the socket file.
 public struct OwnershipInfo: Sendable, Equatable {

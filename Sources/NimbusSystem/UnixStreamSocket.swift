@@ -1,5 +1,6 @@
 import CNimbus
 import Glibc
+import NimbusVocabulary
 
 /// A Unix stream socket: the transport of the control protocol (DESIGN §7). Always
 /// close-on-exec; sends never raise SIGPIPE (a vanished peer is an `EPIPE` error instead).

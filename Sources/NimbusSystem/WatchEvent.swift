@@ -1,3 +1,5 @@
+import NimbusVocabulary
+
 /// A change below a watched root, as `TreeWatcher` saw it. Events are hints that say where to
 /// look; the scan is the truth (DESIGN §1). `path` is relative to the root and keeps the raw
 /// bytes of every name.

@@ -1,4 +1,5 @@
 import Glibc
+import NimbusVocabulary
 
 // Walking a subtree to give every directory in it a watch.
 

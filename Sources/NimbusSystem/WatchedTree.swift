@@ -1,3 +1,5 @@
+import NimbusVocabulary
+
 /// The directories a `TreeWatcher` watches, by watch descriptor, and the translation of the
 /// kernel's events into `WatchEvent`s relative to the root. Plain state for one thread at a
 /// time: `TreeWatcher` keeps it behind a mutex.

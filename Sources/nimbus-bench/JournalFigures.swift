@@ -2,6 +2,7 @@ import Foundation
 import NimbusCore
 import NimbusDaemon
 import NimbusSystem
+import NimbusVocabulary
 
 /// `journal.load` and `journal.append` (issue #2, DESIGN §6), on the daemon's own record
 /// store: the keys are ~40-byte paths and the values the daemon's encoded `PathRecord`s.

@@ -1,5 +1,6 @@
 import Foundation
 import NimbusSystem
+import NimbusVocabulary
 
 /// `scan.files` (the daemon's scanner against find) and `copy.512m` (the daemon's durable
 /// copier against cp), issue #2.

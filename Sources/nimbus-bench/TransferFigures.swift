@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import NimbusSystem
+import NimbusVocabulary
 
 /// Figures that time a change from one folder until it is complete in the other, with the
 /// daemon running: `sync.latency.up/down`, `burst.10k`, `upload.1g`.

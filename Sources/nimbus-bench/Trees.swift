@@ -1,5 +1,6 @@
 import Foundation
 import NimbusSystem
+import NimbusVocabulary
 
 /// The bench's temporary folder, removed at the end (unless `--keep`).
 final class Workspace {

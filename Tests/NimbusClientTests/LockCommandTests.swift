@@ -1,5 +1,6 @@
 @testable import NimbusClient
 import NimbusSystem
+import NimbusVocabulary
 import Testing
 
 /// `nimbusctl lock` on the command line: what it accepts, what it refuses (exit status 2),

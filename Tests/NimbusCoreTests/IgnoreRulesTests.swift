@@ -1,4 +1,5 @@
 import Foundation
+import NimbusVocabulary
 import Testing
 import NimbusSystem
 @testable import NimbusCore

@@ -1,3 +1,4 @@
+import NimbusVocabulary
 import Testing
 import Synchronization
 import NimbusSystem

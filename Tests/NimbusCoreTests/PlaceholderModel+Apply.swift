@@ -1,6 +1,7 @@
 import NimbusSystem
 @testable import NimbusCore
 import NimbusTestSupport
+import NimbusVocabulary
 
 private func rp(_ s: String) -> RelativePath { try! RelativePath(validating: s) }
 

@@ -1,3 +1,4 @@
+import NimbusVocabulary
 import Testing
 import NimbusSystem
 @testable import NimbusCore

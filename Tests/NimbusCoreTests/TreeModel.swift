@@ -1,5 +1,6 @@
 import NimbusSystem
 @testable import NimbusCore
+import NimbusVocabulary
 
 /// An in-memory pair of trees with content identities, for testing plans without I/O.
 struct Node: Hashable {

@@ -1,5 +1,6 @@
 import NimbusCore
 import NimbusSystem
+import NimbusVocabulary
 import Testing
 
 /// How each kind of cloud filesystem is written (DESIGN §3).

@@ -1,6 +1,7 @@
 import Foundation
 import NimbusCore
 import NimbusSystem
+import NimbusVocabulary
 import Synchronization
 import Testing
 @testable import NimbusDaemon

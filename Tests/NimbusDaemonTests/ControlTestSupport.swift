@@ -1,6 +1,7 @@
 import Foundation
 import NimbusProtocol
 import NimbusSystem
+import NimbusVocabulary
 import Testing
 import NimbusTestSupport
 

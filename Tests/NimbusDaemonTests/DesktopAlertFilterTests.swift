@@ -1,5 +1,6 @@
 import NimbusCore
 import NimbusSystem
+import NimbusVocabulary
 import Testing
 @testable import NimbusDaemon
 

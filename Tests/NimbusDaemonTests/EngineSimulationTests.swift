@@ -1,4 +1,5 @@
 import Foundation
+import NimbusVocabulary
 import Synchronization
 import Testing
 import NimbusCore

@@ -1,6 +1,7 @@
 import NimbusCore
 import NimbusSimulation
 import NimbusSystem
+import NimbusVocabulary
 import Synchronization
 @testable import NimbusDaemon
 

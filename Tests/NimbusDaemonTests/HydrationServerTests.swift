@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import NimbusCore
+import NimbusVocabulary
 import Synchronization
 import Testing
 @testable import NimbusDaemon

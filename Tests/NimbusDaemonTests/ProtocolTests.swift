@@ -2,6 +2,7 @@ import Foundation
 import NimbusCore
 import NimbusProtocol
 import NimbusSystem
+import NimbusVocabulary
 import Testing
 @testable import NimbusDaemon
 

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import NimbusVocabulary
 import Synchronization
 import NimbusCore
 import NimbusSimulation

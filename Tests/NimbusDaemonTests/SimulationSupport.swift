@@ -2,11 +2,7 @@ import NimbusCore
 import NimbusSimulation
 import NimbusSystem
 @testable import NimbusDaemon
-
-extension ManualClock: Clock {
-    public var monotonicNow: Int64 { now }
-    public var wallNow: Int64 { now }
-}
+import NimbusVocabulary
 
 /// The journal as the engine sees it, in memory: what is not committed is lost in a crash.
 final class MemoryRecordStore: RecordStore, @unchecked Sendable {

@@ -1,3 +1,4 @@
+import NimbusVocabulary
 import Testing
 import NimbusCore
 import NimbusSystem

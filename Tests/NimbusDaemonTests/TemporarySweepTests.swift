@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import NimbusVocabulary
 import Testing
 import NimbusCore
 import NimbusSimulation

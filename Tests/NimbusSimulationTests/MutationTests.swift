@@ -1,4 +1,5 @@
 import NimbusSystem
+import NimbusVocabulary
 import Testing
 @testable import NimbusSimulation
 

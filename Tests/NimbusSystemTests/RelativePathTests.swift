@@ -1,3 +1,4 @@
+import NimbusVocabulary
 import Testing
 @testable import NimbusSystem
 
@@ -36,5 +37,20 @@ import Testing
         #expect(a != other && a != shorter)
         #expect(RelativePath.root == (try RelativePath(validating: "")))
         #expect(Set([a, b]).count == 1)
+    }
+
+    /// `==` compares eight bytes at a time, then the rest one by one: a difference at any
+    /// position, in a whole word or in the tail, must be seen.
+    @Test func equalityFindsADifferenceAtEveryPosition() throws {
+        for length in 1...20 {
+            let bytes = [UInt8](repeating: UInt8(ascii: "a"), count: length)
+            let path = try RelativePath(validating: bytes)
+            #expect(path == (try RelativePath(validating: bytes)))
+            for position in 0..<length {
+                var changed = bytes
+                changed[position] = UInt8(ascii: "b")
+                #expect(path != (try RelativePath(validating: changed)), "length \(length), position \(position)")
+            }
+        }
     }
 }

@@ -1,5 +1,6 @@
 import CNimbus
 import Glibc
+import NimbusVocabulary
 import Testing
 @testable import NimbusSystem
 

@@ -1,4 +1,5 @@
 import Glibc
+import NimbusVocabulary
 import Testing
 @testable import NimbusSystem
 

@@ -1,3 +1,4 @@
+import NimbusVocabulary
 import Testing
 @testable import NimbusSystem
 

@@ -1,6 +1,7 @@
 import CNimbus
 import Foundation
 import Glibc
+import NimbusVocabulary
 import Testing
 @testable import NimbusSystem
 import NimbusTestSupport

@@ -1,5 +1,6 @@
 import Dispatch
 import Glibc
+import NimbusVocabulary
 import Synchronization
 import Testing
 @testable import NimbusSystem

@@ -1,4 +1,5 @@
 import Foundation
+import NimbusVocabulary
 import Testing
 @testable import NimbusSystem
 import NimbusTestSupport

@@ -2,6 +2,7 @@ import FoundationEssentials
 import NimbusCore
 import NimbusSystem
 import NimbusProtocol
+import NimbusVocabulary
 
 /// The commands of files on demand (DESIGN §5): several paths each, one request per path.
 /// A path the daemon refuses is reported and the others go on; the exit status is 1 if any

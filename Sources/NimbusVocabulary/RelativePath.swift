@@ -1,5 +1,3 @@
-import Glibc
-
 /// A validated path inside a sync root: raw bytes, components separated by "/", no empty,
 /// "." or ".." component, no NUL, not absolute. The empty path is the root itself.
 ///
@@ -55,7 +53,7 @@ public struct RelativePath: Hashable, Sendable, Comparable, CustomStringConverti
     /// True when `input` is exactly what `bytes` holds for some path: at most 4096 bytes, no
     /// NUL, components separated by single slashes, none empty, "." or "..", no slash at
     /// either end (the empty path is the root).
-    static func isCanonical(_ input: [UInt8]) -> Bool {
+    package static func isCanonical(_ input: [UInt8]) -> Bool {
         guard input.count <= 4096 else { return false }
         let slash = UInt8(ascii: "/"), dot = UInt8(ascii: ".")
         return input.withUnsafeBufferPointer { bytes in
@@ -77,7 +75,7 @@ public struct RelativePath: Hashable, Sendable, Comparable, CustomStringConverti
     }
 
     /// For bytes already known to be valid (built from validated parts).
-    init(unchecked bytes: [UInt8]) { self.bytes = bytes }
+    package init(unchecked bytes: [UInt8]) { self.bytes = bytes }
 
     public var isRoot: Bool { bytes.isEmpty }
 
@@ -132,12 +130,23 @@ public struct RelativePath: Hashable, Sendable, Comparable, CustomStringConverti
         old.relative(self).map { new.appending($0) }
     }
 
-    /// Compares the bytes in one go (the synthesized `==` compares them one at a time, which
-    /// showed up in profiles of path-keyed dictionaries).
+    /// Compares the bytes eight at a time (the synthesized `==` compares them one at a time,
+    /// which showed up in profiles of path-keyed dictionaries; `memcmp` would need libc).
     public static func == (a: RelativePath, b: RelativePath) -> Bool {
         a.bytes.withUnsafeBytes { x in
             b.bytes.withUnsafeBytes { y in
-                x.count == y.count && (x.count == 0 || memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0)
+                guard x.count == y.count else { return false }
+                var offset = 0
+                while offset + 8 <= x.count {
+                    if x.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+                        != y.loadUnaligned(fromByteOffset: offset, as: UInt64.self) { return false }
+                    offset += 8
+                }
+                while offset < x.count {
+                    if x[offset] != y[offset] { return false }
+                    offset += 1
+                }
+                return true
             }
         }
     }

@@ -1,5 +1,3 @@
-import Glibc
-
 public enum FileKind: UInt8, Sendable, Hashable, Codable, CustomStringConvertible {
     case file = 1, directory = 2, symlink = 3
     /// FIFOs, sockets, devices: never synced.
@@ -39,19 +37,6 @@ public struct FileMetadata: Hashable, Sendable {
         self.symlinkTarget = symlinkTarget
     }
 
-    init(_ st: stat, symlinkTarget: [UInt8]? = nil) {
-        let kind: FileKind = switch st.st_mode & S_IFMT {
-        case S_IFREG: .file
-        case S_IFDIR: .directory
-        case S_IFLNK: .symlink
-        default: .special
-        }
-        self.init(kind: kind, size: Int64(st.st_size),
-                  mtime: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec),
-                  mode: UInt32(st.st_mode & 0o7777), inode: UInt64(st.st_ino), device: UInt64(st.st_dev),
-                  symlinkTarget: symlinkTarget)
-    }
-
     /// Same content and attributes as far as metadata can tell (kind, size, mtime, mode, link
     /// target), ignoring the inode and device, which differ between the two sides by nature.
     public func looksLike(_ other: FileMetadata) -> Bool {
@@ -62,11 +47,5 @@ public struct FileMetadata: Hashable, Sendable {
     /// Same entry on the same side, unchanged: `looksLike` plus the same inode.
     public func isUnchanged(from other: FileMetadata) -> Bool {
         looksLike(other) && inode == other.inode
-    }
-}
-
-extension timespec {
-    init(nanoseconds: Int64) {
-        self.init(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
     }
 }

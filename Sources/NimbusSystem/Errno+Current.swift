@@ -1,0 +1,7 @@
+import Glibc
+import NimbusVocabulary
+
+extension Errno {
+    /// The calling thread's `errno`.
+    static var current: Errno { Errno(rawValue: errno) }
+}

@@ -1,0 +1,24 @@
+import Glibc
+import NimbusVocabulary
+
+extension FileMetadata {
+    /// What `lstat` filled in, in the engine's terms.
+    init(_ st: stat, symlinkTarget: [UInt8]? = nil) {
+        let kind: FileKind = switch st.st_mode & S_IFMT {
+        case S_IFREG: .file
+        case S_IFDIR: .directory
+        case S_IFLNK: .symlink
+        default: .special
+        }
+        self.init(kind: kind, size: Int64(st.st_size),
+                  mtime: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec),
+                  mode: UInt32(st.st_mode & 0o7777), inode: UInt64(st.st_ino), device: UInt64(st.st_dev),
+                  symlinkTarget: symlinkTarget)
+    }
+}
+
+extension timespec {
+    init(nanoseconds: Int64) {
+        self.init(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
+    }
+}
