@@ -12,7 +12,11 @@ public struct RateLimiter: Sendable {
     private var tokens: Double
     private var updated: Int64?
     private var inStorm = false
-    static let period: Double = 60_000_000_000
+    /// The time to refill an empty bucket.
+    static let period: Duration = .seconds(60)
+    /// `period` in nanoseconds, the unit of `now`.
+    private static let periodNanoseconds = Double(period.components.seconds) * 1e9
+        + Double(period.components.attoseconds) / 1e9
 
     public init(limit: Int) {
         self.limit = limit
@@ -22,7 +26,7 @@ public struct RateLimiter: Sendable {
     /// Whether one more download may start at monotonic time `now` (ns).
     public mutating func admit(now: Int64) -> Decision {
         if let updated, now > updated {
-            tokens = min(Double(limit), tokens + Double(now - updated) * Double(limit) / Self.period)
+            tokens = min(Double(limit), tokens + Double(now - updated) * Double(limit) / Self.periodNanoseconds)
         }
         updated = now
         if tokens >= Double(limit) { inStorm = false }
