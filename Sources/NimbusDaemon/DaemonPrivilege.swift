@@ -1,4 +1,3 @@
-import Glibc
 import NimbusCore
 import NimbusSystem
 import NimbusVocabulary
@@ -79,7 +78,7 @@ public struct DaemonPrivilege: Sendable {
     /// why not (kernel older than 6.14, or a filesystem without them such as tmpfs or NFS).
     /// Tries on a temporary file, removed again.
     public static func probe(_ group: FanotifyGroup, localRoot directory: FileDescriptor) -> String? {
-        let name = SystemPath(bytes: TemporaryName.prefix + Array("probe-\(getpid())".utf8))
+        let name = SystemPath(bytes: TemporaryName.prefix + Array("probe-\(ProcessSupport.processID)".utf8))
         do {
             let file = try FileDescriptor.open(name, [.readWrite, .create, .exclusive], permissions: 0o600,
                                                relativeTo: directory)
@@ -93,7 +92,7 @@ public struct DaemonPrivilege: Sendable {
             try? group.unmark(name, in: directory)
             return nil
         } catch let error as Errno where error == .invalidArgument {
-            return "this kernel (\(kernelRelease)) has no fanotify pre-content events (Linux 6.14 or later)"
+            return "this kernel (\(ProcessSupport.kernelRelease)) has no fanotify pre-content events (Linux 6.14 or later)"
         } catch let error as Errno where error == .notSupported {
             return "the local folder's filesystem does not offer fanotify pre-content events (ext4, xfs and btrfs do; tmpfs, NFS and FUSE do not)"
         } catch {
@@ -101,11 +100,6 @@ public struct DaemonPrivilege: Sendable {
         }
     }
 
-    static var kernelRelease: String {
-        var name = utsname()
-        uname(&name)
-        return withUnsafeBytes(of: &name.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-    }
 }
 
 /// Which placeholder style a pair uses and why, for `status` and the log (DESIGN §5).

@@ -1,6 +1,5 @@
 import Dispatch
 import FoundationEssentials
-import Glibc
 import NimbusCore
 import NimbusSystem
 import NimbusVocabulary
@@ -229,7 +228,7 @@ public final class HydrationServer: Sendable {
         guard let placeholder = placeholders.withLock({ $0[identity] }) else {
             // The daemon's own reads (the start-up check of a fill cut short) never wait for
             // itself: they see what the file holds.
-            if event.pid == getpid() { return answer(event, .allow) }
+            if event.pid == ProcessSupport.processID { return answer(event, .allow) }
             let held = heldUntilKnown.withLock { held -> Bool in
                 guard held != nil else { return false }
                 held!.append(event)
@@ -323,7 +322,7 @@ public final class HydrationServer: Sendable {
 
     /// Why this open may not fetch, or nil.
     private func refusal(of event: FanotifyEvent, _ placeholder: Placeholder) -> Errno? {
-        if event.pid == getpid() {
+        if event.pid == ProcessSupport.processID {
             log.debug("real-name placeholders: nimbusd itself opened the not-downloaded \(placeholder.path); refused")
             return .busy
         }
@@ -365,7 +364,7 @@ public final class HydrationServer: Sendable {
            let bytes = try? file.closeAfter({ try file.readAll() }) {
             names.append(String(decoding: bytes.prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self))
         }
-        if let target = try? FileDescriptor(rawValue: AT_FDCWD).readSymlink(SystemPath("/proc/\(pid)/exe")),
+        if let target = try? FileDescriptor.currentDirectory.readSymlink(SystemPath("/proc/\(pid)/exe")),
            let slash = target.lastIndex(of: UInt8(ascii: "/")) {
             names.append(String(decoding: target[(slash + 1)...], as: UTF8.self))
         }

@@ -1,4 +1,3 @@
-import Glibc
 import NimbusSystem
 
 /// Descriptors systemd hands a service (sd_listen_fds(3)): `LISTEN_FDS` of them from
@@ -9,7 +8,7 @@ enum SystemdDescriptors {
     static let fanotifyGroupName = "fanotify"
 
     /// The descriptor passed as `name`; nil when there is none for this process.
-    static func named(_ name: String, environment: [String: String], pid: Int32 = getpid()) -> FileDescriptor? {
+    static func named(_ name: String, environment: [String: String], pid: Int32 = ProcessSupport.processID) -> FileDescriptor? {
         guard environment["LISTEN_PID"].flatMap(Int32.init) == pid,
               let count = environment["LISTEN_FDS"].flatMap(Int32.init), count > 0 else { return nil }
         let names = (environment["LISTEN_FDNAMES"] ?? "").split(separator: ":", omittingEmptySubsequences: false).map(String.init)

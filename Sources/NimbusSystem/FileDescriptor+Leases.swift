@@ -52,8 +52,6 @@ extension FileDescriptor {
 
     /// The file's content changed less than `window` ns ago (by the wall clock).
     func isRecentlyWritten(_ metadata: FileMetadata, within window: Int64) -> Bool {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec) - metadata.mtime < window
+        ProcessSupport.wallClockNanoseconds - metadata.mtime < window
     }
 }

@@ -40,6 +40,10 @@ public struct FileDescriptor: RawRepresentable, Hashable, Sendable {
                                                             mode_t(permissions)))
     }
 
+    /// Stands for the working directory in the *at calls (`AT_FDCWD`): paths relative to it
+    /// are looked up as `open(2)` would. Not a descriptor to close.
+    public static let currentDirectory = FileDescriptor(rawValue: AT_FDCWD)
+
     public func close() throws { try Sys.close(rawValue) }
 
     /// Runs `body`, then closes the descriptor whatever happened.

@@ -50,7 +50,7 @@ public struct PollSet {
     /// handles its signals on a dispatch queue, so none lands here in practice, and both loops
     /// that wait here are woken by their `WakePipe`). The C function is `poll`.
     public mutating func wait(timeoutMilliseconds: Int32) throws -> [(FileDescriptor, PollEvents)] {
-        let result = try Sys.poll(&entries, timeoutMilliseconds)
+        let result = try attributing("poll", "\(entries.count) descriptors") { try Sys.poll(&entries, timeoutMilliseconds) }
         var ready: [(FileDescriptor, PollEvents)] = []
         ready.reserveCapacity(Int(result))
         for index in entries.indices where entries[index].revents != 0 {
@@ -68,10 +68,11 @@ public final class WakePipe: Sendable {
     private let writeEnd: FileDescriptor
 
     public init() throws {
-        let (reader, writer) = try Sys.pipe()
+        let (reader, writer) = try attributing("pipe", "(wake-up pipe)") { try Sys.pipe() }
         readEnd = FileDescriptor(rawValue: reader)
         writeEnd = FileDescriptor(rawValue: writer)
-        for fd in [reader, writer] { try Sys.setNonBlocking(fd, true) }
+        // On failure both ends are closed by deinit, which runs once every property is set.
+        try attributing("fcntl", "(wake-up pipe)") { for fd in [reader, writer] { try Sys.setNonBlocking(fd, true) } }
     }
 
     public func wake() {

@@ -74,9 +74,7 @@ extension ProcessSupport {
     /// Sleeps for `milliseconds` on this thread (a back-off after an unexpected failure, never
     /// a wait for an event). The corresponding C function is `nanosleep`.
     public static func pause(milliseconds: Int) {
-        var request = timespec(tv_sec: milliseconds / 1000, tv_nsec: (milliseconds % 1000) * 1_000_000)
-        var remaining = timespec()
-        while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
+        Sys.sleep(timespec(tv_sec: milliseconds / 1000, tv_nsec: (milliseconds % 1000) * 1_000_000))
     }
 
     /// Whether `path` itself (a symlink is not followed, so it is not a directory) is a
@@ -90,9 +88,7 @@ extension ProcessSupport {
     /// The path with every symlink resolved, or nil when it cannot be.
     /// The corresponding C function is `realpath`.
     public static func resolvingSymlinks(_ path: String) -> String? {
-        guard let resolved = realpath(path, nil) else { return nil }
-        defer { free(resolved) }
-        return String(cString: resolved)
+        (try? Sys.realpath(SystemPath(path))).map { String(decoding: $0, as: UTF8.self) }
     }
 }
 

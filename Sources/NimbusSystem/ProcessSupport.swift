@@ -8,6 +8,16 @@ public enum ProcessSupport {
     /// The real user id. The corresponding C function is `getuid`.
     public static var userID: UInt32 { getuid() }
 
+    /// This process's id. The corresponding C function is `getpid`.
+    public static var processID: Int32 { getpid() }
+
+    /// The running kernel's release ("6.14.0-1-amd64"). The corresponding C function is `uname`.
+    public static var kernelRelease: String {
+        var name = utsname()
+        uname(&name)
+        return withUnsafeBytes(of: &name.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+    }
+
     /// The whole content of `path`, or nil when it does not exist.
     public static func readFileIfExists(_ path: String, limit: Int = 1 << 20) throws -> [UInt8]? {
         let fd: FileDescriptor

@@ -183,3 +183,22 @@ extension Sys {
         return size
     }
 }
+
+extension Sys {
+    /// Sleeps for `duration`. Its own EINTR loop, not `retrying`'s: after a signal it sleeps
+    /// only what was left. The corresponding C function is `nanosleep`.
+    static func sleep(_ duration: timespec) {
+        var request = duration, remaining = timespec()
+        while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
+    }
+
+    /// `path` with every symlink resolved, as raw bytes. The corresponding C function is
+    /// `realpath`.
+    static func realpath(_ path: SystemPath) throws -> [UInt8] {
+        try withCPath(path) { p in
+            guard let resolved = Glibc.realpath(p, nil) else { throw bugChecked(Errno.current) }
+            defer { free(resolved) }
+            return Array(UnsafeRawBufferPointer(start: resolved, count: strlen(resolved)))
+        }
+    }
+}
