@@ -20,18 +20,16 @@ public enum ChildProcess {
             argv.forEach { free($0) }
             envp?.forEach { free($0) }
         }
-        var pid: pid_t = 0
-        let result = (argv + [nil]).withUnsafeBufferPointer { argvBuffer in
-            if let envp {
-                return (envp + [nil]).withUnsafeBufferPointer { envBuffer in
-                    cnimbus_spawnp_passing(&pid, executable, argvBuffer.baseAddress!, envBuffer.baseAddress!, passed?.rawValue ?? -1)
+        return try attributing("start", executable) {
+            try (argv + [nil]).withUnsafeBufferPointer { argvBuffer in
+                if let envp {
+                    return try (envp + [nil]).withUnsafeBufferPointer { envBuffer in
+                        try Sys.spawn(executable, argvBuffer.baseAddress!, envBuffer.baseAddress!, passing: passed?.rawValue ?? -1)
+                    }
                 }
+                return try Sys.spawn(executable, argvBuffer.baseAddress!, environ, passing: passed?.rawValue ?? -1)
             }
-            return cnimbus_spawnp_passing(&pid, executable, argvBuffer.baseAddress!, environ, passed?.rawValue ?? -1)
         }
-        // posix_spawn returns the error number instead of setting errno.
-        guard result == 0 else { throw Errno(rawValue: result).at("start", executable) }
-        return pid
     }
 
     /// Waits for the child `pid` to end and returns its status as a shell gives it: its

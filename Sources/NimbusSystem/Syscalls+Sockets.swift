@@ -202,3 +202,18 @@ extension Sys {
         }
     }
 }
+
+extension Sys {
+    /// Starts `executable` (looked up in PATH when it has no slash) with `argv` and `envp`,
+    /// `passed` (-1: none) as its descriptor 3, every other descriptor above 2 closed, default
+    /// signal actions. Returns the pid. posix_spawn returns the error number instead of
+    /// setting errno, and is not interrupted (it waits for the child's exec internally).
+    /// The corresponding C function is `posix_spawnp`.
+    static func spawn(_ executable: String, _ argv: UnsafePointer<UnsafeMutablePointer<CChar>?>,
+                      _ envp: UnsafePointer<UnsafeMutablePointer<CChar>?>, passing passed: Int32) throws -> Int32 {
+        var pid: pid_t = 0
+        let result = cnimbus_spawnp_passing(&pid, executable, argv, envp, passed)
+        guard result == 0 else { throw bugChecked(Errno(rawValue: result)) }
+        return pid
+    }
+}

@@ -116,7 +116,12 @@ public struct Errno: Error, RawRepresentable, Hashable, Sendable, CustomStringCo
     }
 }
 
-/// An `Errno` together with the operation and the path it concerns, for logs and users.
+/// An `Errno` together with the operation and the path it concerns, for logs and users: the
+/// one shape of a syscall failure above the seam. `FileDescriptor` and `Sys` throw a bare
+/// `Errno` (a descriptor knows no path, as in swift-system); every type that knows its path
+/// or its peer (the filesystems, sockets, datagrams, child processes, the journal's
+/// directory) attaches it with `at(_:_:)` or `attributing`. Errors that are not syscall
+/// failures (protocol, configuration, a refused copy) keep their own types, each saying why.
 public struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
     public let errno: Errno
     public let operation: String
