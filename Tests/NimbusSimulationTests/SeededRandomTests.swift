@@ -27,6 +27,16 @@ import NimbusTestSupport
             == [0xE220_A839_7B1D_CDAF, 0x6E78_9E6A_A1B9_65F4, 0x06C4_5D18_8009_454F])
     }
 
+    /// The bytes of a seed are its draws in little-endian order, the last one cut short: the
+    /// integration tests' files for a printed seed stay what they were.
+    @Test func bytesAreTheDrawsInLittleEndianOrder() {
+        var random = SeededRandom(seed: 0)
+        #expect(random.bytes(10) == [0xAF, 0xCD, 0x1D, 0x7B, 0x39, 0xA8, 0x20, 0xE2, 0xF4, 0x65])
+        #expect(random.next() == 0x06C4_5D18_8009_454F, "a partial word still takes a whole draw")
+        var bounded = SeededRandom(seed: 0)
+        #expect(bounded.next(below: 1000) == Int(UInt64(0xE220_A839_7B1D_CDAF) % 1000))
+    }
+
     @Test func chanceHonoursItsBounds() {
         var random = SeededRandom(seed: 1)
         #expect((0..<1000).allSatisfy { _ in !random.chance(0) })
