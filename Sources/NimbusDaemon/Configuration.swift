@@ -4,8 +4,11 @@ import NimbusProtocol
 /// file, then command-line flags (DESIGN §8). Paths are absolute and normalized; sizes are
 /// bytes; durations are nanoseconds. Built by `DaemonArguments.resolve`.
 ///
-/// To add a setting: add the field here and one line to `ConfigSetting.all`; the config
-/// parser, the flag parser (if it has a flag), `--help` and the tests pick it up from there.
+/// To add a setting: add the field here (or to `PairSettings`, if the running pair uses it)
+/// with its default, and one line to `ConfigSetting.all`; the config parser, the flag parser
+/// (if it has a flag), `--help` and the tests pick it up from there. `configuration.quietPeriod`
+/// reads `settings.quietPeriod`.
+@dynamicMemberLookup
 public struct Configuration: Equatable, Sendable {
     public enum Mode: String, Sendable, CaseIterable {
         /// New cloud files are downloaded.
@@ -31,7 +34,6 @@ public struct Configuration: Equatable, Sendable {
     // [pair]
     public var localRoot: String
     public var cloudRoot: String
-    public var mode: Mode = .mirror
     /// True while the root is the embedded default of DESIGN §8 (nothing configured it). Only
     /// then may the daemon create the folder: a configured root that is missing may be an
     /// unmounted disk, and creating it would sync into the wrong filesystem.
@@ -56,36 +58,14 @@ public struct Configuration: Equatable, Sendable {
     public var notifications = true
 
     // [placeholders]
-    public var hydrateOnOpen = true
-    /// Downloads triggered by opening placeholders, per minute; beyond it they are refused so
-    /// that a `grep -r` does not download the whole cloud. 0 disables them.
-    public var openRateLimit = 30
     public var placeholderStyle: PlaceholderStyleChoice = .auto
-    /// How long a program opening a real-name placeholder waits for it before getting EIO.
-    public var fillTimeout: Int64 = 300 * Units.second
-    /// Programs whose opens of real-name placeholders are refused (EPERM) instead of fetching.
-    public var refusedPrograms: [String] = HydrationServer.defaultRefusedPrograms.sorted()
-
-    // [cache]
-    /// Bytes of downloaded, unpinned files to keep; nil = unlimited.
-    public var cacheLimit: Int64?
-    /// Evict downloaded files not opened for this many nanoseconds; nil = never.
-    public var evictAfter: Int64?
-    /// Automatic downloads leave at least this many bytes free.
-    public var minFreeSpace: Int64 = 1 << 30
-
-    // [safety]
-    public var maxDeletePercent = 50
-    public var versionRetention: Int64 = 30 * Units.day
-    /// `[versions] max-size`: nil is unlimited.
-    public var versionsMaxSize: Int64?
 
     // [watch]
     public var cloudWatch: CloudWatch = .inotify
-    public var pollInterval: Int64 = 30 * Units.second
-    public var rescanInterval: Int64 = 3_600 * Units.second
-    /// A file written without being closed is uploaded once it has been quiet this long.
-    public var quietPeriod: Int64 = 2 * Units.second
+
+    /// The rest: what the running pair uses as it is (mode, placeholders, cache, safety,
+    /// versions, intervals).
+    public var settings = PairSettings.defaults
 
     public init(instance: String, localRoot: String, cloudRoot: String, socketPath: String,
                 stateDirectory: String, deviceName: String) {
@@ -95,6 +75,11 @@ public struct Configuration: Equatable, Sendable {
         self.socketPath = socketPath
         self.stateDirectory = stateDirectory
         self.deviceName = deviceName
+    }
+
+    public subscript<Value>(dynamicMember setting: WritableKeyPath<PairSettings, Value>) -> Value {
+        get { settings[keyPath: setting] }
+        set { settings[keyPath: setting] = newValue }
     }
 }
 

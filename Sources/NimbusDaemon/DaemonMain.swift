@@ -58,27 +58,11 @@ public enum DaemonMain {
     }
 
     static func runtimeOptions(_ c: Configuration, environment: [String: String] = [:]) -> RuntimeOptions {
-        var engine = EngineSettings(deviceName: c.deviceName)
-        engine.maxDeletePercent = c.maxDeletePercent
-        engine.versionRetention = c.versionRetention
-        engine.versionsMaxBytes = c.versionsMaxSize
-        engine.onDemand = c.mode == .onDemand
-        engine.minFreeSpace = c.minFreeSpace
-        engine.cacheLimit = c.cacheLimit
-        engine.evictAfter = c.evictAfter
+        var engine = EngineSettings(deviceName: c.deviceName, pair: c.settings)
         engine.utcOffsetSeconds = ProcessSupport.utcOffsetSeconds
         var options = RuntimeOptions(localRoot: c.localRoot, cloudRoot: c.cloudRoot, stateDirectory: c.stateDirectory, engine: engine)
         options.createMissingRoots = c.usesEmbeddedDefaults
         options.cloudPolls = c.cloudWatch == .poll
-        options.pollInterval = c.pollInterval
-        options.rescanInterval = c.rescanInterval
-        options.quietPeriod = c.quietPeriod
-        options.hydrateOnOpen = c.hydrateOnOpen
-        options.openRateLimit = c.openRateLimit
-        options.hydration.rateLimit = c.hydrateOnOpen ? c.openRateLimit : 0
-        options.hydration.fillTimeout = c.fillTimeout
-        options.hydration.minFreeSpace = c.minFreeSpace
-        options.hydration.refusedPrograms = Set(c.refusedPrograms)
         options.socketPath = c.socketPath
         options.servedDirectory = Locations.socketDirectory(environment: environment, uid: ProcessSupport.userID)
         return options

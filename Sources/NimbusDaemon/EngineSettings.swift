@@ -2,18 +2,19 @@ import NimbusCore
 import NimbusSystem
 import NimbusVocabulary
 
-/// What the engine needs from the configuration (DESIGN §3, §4, §8).
+/// What the engine needs: the pair's settings as configured, and what the daemon works out
+/// at start (device name, ignore rules, UTC offset, placeholder style) (DESIGN §3, §4, §8).
+/// `settings.maxDeletePercent` reads `pair.maxDeletePercent`: the pair's settings are not
+/// repeated here.
+@dynamicMemberLookup
 public struct EngineSettings: Sendable {
     /// Names conflict copies and versions: "conflict from DEVICE".
     public var deviceName: String
-    /// Mass-delete guard: hold a batch that deletes more than this share of the tracked
-    /// entries on one side *and* more than `massDeleteMinimum` entries.
-    public var maxDeletePercent: Int = 50
+    /// The settings from the config file (their defaults are `PairSettings.defaults`).
+    public var pair: PairSettings
+    /// The mass-delete guard holds a batch only if it deletes more than this many entries
+    /// (and more than `maxDeletePercent` of them).
     public var massDeleteMinimum: Int = 100
-    /// How long replaced and deleted cloud content stays in `.nimbus/versions`.
-    public var versionRetention: Int64 = 30 * 86_400 * 1_000_000_000
-    /// The versions store's size limit (`[versions] max-size`); the oldest go first. Nil: none.
-    public var versionsMaxBytes: Int64?
     /// Local ignore rules; ignored paths stay `local` and are never synced.
     public var isIgnored: @Sendable (RelativePath, _ isDirectory: Bool) -> Bool = { _, _ in false }
     /// Offset of local time from UTC, for conflict names.
@@ -21,18 +22,18 @@ public struct EngineSettings: Sendable {
     /// A plan with at least this many copies is written as one batch with one flush of each
     /// filesystem instead of an fsync per file.
     public var batchThreshold: Int = 16
-    /// New cloud files appear as placeholders instead of being downloaded (DESIGN §5).
-    public var onDemand = false
-    /// How placeholders are written (DESIGN §5). Only `.suffix` is carried out by the
-    /// executor so far; `.realName` is refused with a clear error until it is.
+    /// How placeholders are written (DESIGN §5), decided at start from `[placeholders] style`.
     public var placeholderStyle: PlaceholderStyle = .suffix
-    /// Automatic downloads (opening a placeholder, the cache) leave this many bytes free.
-    public var minFreeSpace: Int64 = 1 << 30
-    /// Bytes of downloaded, unpinned files to keep, and how long an unopened file stays.
-    public var cacheLimit: Int64?
-    public var evictAfter: Int64?
 
-    public init(deviceName: String) { self.deviceName = deviceName }
+    public init(deviceName: String, pair: PairSettings = .defaults) {
+        self.deviceName = deviceName
+        self.pair = pair
+    }
+
+    public subscript<Value>(dynamicMember setting: WritableKeyPath<PairSettings, Value>) -> Value {
+        get { pair[keyPath: setting] }
+        set { pair[keyPath: setting] = newValue }
+    }
 }
 
 /// What the engine is doing, for status, logs and systemd.

@@ -45,27 +45,25 @@ public final class HydrationServer: Sendable {
         case failed(Placeholder, Errno, String)
     }
 
+    /// What the server takes from the pair's settings (`PairSettings`, where the defaults are).
     public struct Settings: Sendable {
-        public var refusedPrograms: Set<String> = HydrationServer.defaultRefusedPrograms
+        public var refusedPrograms: Set<String>
         /// Fills a minute (0: every open is refused).
-        public var rateLimit = 30
+        public var rateLimit: Int
         /// How long a reader may wait for its fill (ns): past it, the reader gets `EIO` and
         /// the fill goes on for the next reader. Documented in nimbus.conf(5) (`fill-timeout`).
-        public var fillTimeout: Int64 = HydrationServer.defaultFillTimeout
+        public var fillTimeout: Int64
         /// A fill is an automatic download: it leaves this many bytes free on the local disk
         /// (`[cache] min-free-space`), or its reader gets ENOSPC. 0: only a full disk refuses.
-        public var minFreeSpace: Int64 = 0
-        public init() {}
+        public var minFreeSpace: Int64
+
+        public init(_ settings: PairSettings = .defaults) {
+            refusedPrograms = Set(settings.refusedPrograms)
+            rateLimit = settings.hydrateOnOpen ? settings.openRateLimit : 0
+            fillTimeout = settings.fillTimeout
+            minFreeSpace = settings.minFreeSpace
+        }
     }
-
-    public static let defaultFillTimeout: Int64 = 300_000_000_000
-
-    /// Indexers and scanners that would otherwise fetch the whole cloud (GNOME, KDE, locate, ClamAV).
-    public static let defaultRefusedPrograms: Set<String> = [
-        "tracker-miner-fs-3", "tracker-extract-3", "localsearch-3", "localsearch-extractor-3", "baloo_file",
-        "baloo_file_extractor", "updatedb", "updatedb.plocate", "updatedb.mlocate", "mlocate", "plocate",
-        "clamd", "clamscan", "clamdscan",
-    ]
 
     let group: FanotifyGroup
     /// The cloud folder: a descriptor held (tests), or its path, opened for each fill so that

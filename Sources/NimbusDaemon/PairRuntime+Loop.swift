@@ -106,7 +106,7 @@ extension PairRuntime {
     /// once when it grew past its size limit.
     func pruneVersionsIfDue(now: Int64, afterFullScan: Bool) {
         let status = engine.status
-        let overLimit = engine.settings.versionsMaxBytes.map { status.versionsBytes > $0 } ?? false
+        let overLimit = engine.settings.versionsMaxSize.map { status.versionsBytes > $0 } ?? false
         guard !isHalted, overLimit || (afterFullScan && now >= nextPrune) else { return }
         engine.pruneVersions()
         nextPrune = now + Self.pruneInterval

@@ -4,7 +4,9 @@ import Synchronization
 import NimbusCore
 import NimbusSystem
 
-/// How a pair runs, resolved from the configuration.
+/// How a pair runs, resolved from the configuration: where, and `engine` (which holds the
+/// pair's settings; `options.quietPeriod` reads `engine.pair.quietPeriod`).
+@dynamicMemberLookup
 public struct RuntimeOptions: Sendable {
     public var localRoot: String
     public var cloudRoot: String
@@ -18,17 +20,9 @@ public struct RuntimeOptions: Sendable {
     public var socketPath: String?
     /// Network mounts get no inotify events for other machines' changes: poll instead.
     public var cloudPolls = false
-    public var pollInterval: Int64 = 30_000_000_000
-    public var rescanInterval: Int64 = 3_600_000_000_000
-    public var quietPeriod: Int64 = 2_000_000_000
-    /// Opening a placeholder downloads it, at most `openRateLimit` a minute (DESIGN §5).
-    public var hydrateOnOpen = true
-    public var openRateLimit = 30
     /// The pre-content group for real-name placeholders (`engine.placeholderStyle == .realName`);
     /// its owner (`DaemonMain`) closes it after the runtime stopped.
     public var fanotifyGroup: FanotifyGroup?
-    /// Indexers refused, the rate limit and the fill timeout of real-name placeholders.
-    public var hydration = HydrationServer.Settings()
     public var engine: EngineSettings
 
     public init(localRoot: String, cloudRoot: String, stateDirectory: String, engine: EngineSettings) {
@@ -37,6 +31,13 @@ public struct RuntimeOptions: Sendable {
         self.stateDirectory = stateDirectory
         self.engine = engine
     }
+
+    public subscript<Value>(dynamicMember setting: KeyPath<PairSettings, Value>) -> Value {
+        engine.pair[keyPath: setting]
+    }
+
+    /// Indexers refused, the rate limit and the fill timeout of real-name placeholders.
+    public var hydration: HydrationServer.Settings { HydrationServer.Settings(engine.pair) }
 }
 
 /// One pair at run time: the engine on its own thread, fed by a watcher thread per side,
@@ -173,19 +174,15 @@ public final class PairRuntime<FS: FileSystem, Watcher: TreeWatching>: @unchecke
             if newOptions.localRoot != options.localRoot || newOptions.cloudRoot != options.cloudRoot {
                 log.warning("the local or cloud folder changed in the configuration; restart nimbusd to use the new folders")
             }
+            // The ignore rules stay: they are read again from `.nimbusignore` below.
             var settings = newOptions.engine
             settings.isIgnored = engine.settings.isIgnored
             engine.settings = settings
-            options.pollInterval = newOptions.pollInterval
-            options.rescanInterval = newOptions.rescanInterval
-            options.quietPeriod = newOptions.quietPeriod
-            options.hydrateOnOpen = newOptions.hydrateOnOpen
-            options.openRateLimit = newOptions.openRateLimit
-            openLimiter.limit = newOptions.openRateLimit
-            options.hydration = newOptions.hydration
-            hydration?.update(newOptions.hydration)
+            options.engine = settings
+            openLimiter.limit = options.openRateLimit
+            hydration?.update(options.hydration)
             nextCacheCheck = 0
-            batcher.batcher.quietPeriod = newOptions.quietPeriod
+            batcher.batcher.quietPeriod = options.quietPeriod
             loadIgnoreRules()
             batcher.batcher.add(.rescanAll, now: clock.monotonicNow)
             engine.downloadModePlaceholders()

@@ -143,7 +143,7 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
     public func pruneVersions() -> (removed: Int, removedBytes: Int64)? {
         checkOwner()
         let s = settings
-        let policy = VersionRetention(retention: s.versionRetention, maxBytes: s.versionsMaxBytes)
+        let policy = VersionRetention(retention: s.versionRetention, maxBytes: s.versionsMaxSize)
         do {
             let outcome = try VersionStore(device: s.deviceName).prune(in: cloud, now: clock.wallNow, policy: policy)
             state.withLock {

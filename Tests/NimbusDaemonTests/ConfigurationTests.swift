@@ -3,7 +3,7 @@ import Testing
 import NimbusProtocol
 
 /// A run of `DaemonArguments.resolve` against an in-memory set of files.
-private struct Launch {
+struct Launch {
     var environment = ["HOME": "/home/u", "XDG_RUNTIME_DIR": "/run/user/1000"]
     var files: [String: [UInt8]] = [:]
     var currentDirectory = "/work/dir"

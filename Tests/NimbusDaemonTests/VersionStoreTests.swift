@@ -34,7 +34,7 @@ import NimbusSystem
     }
 
     @Test func theSizeLimitRemovesTheOldestFirst() throws {
-        let pair = Pair { $0.versionsMaxBytes = 10 }
+        let pair = Pair { $0.versionsMaxSize = 10 }
         try pair.local.write(rp("a"), Array("v0".utf8))
         pair.engine.start()
         for i in 1...5 {
