@@ -15,7 +15,7 @@ public struct BaseEntry: Hashable, Sendable {
 
     /// How recent an mtime must be, at recording time, to be ambiguous. Kernel file times
     /// are taken from a coarse clock (a few ms); this leaves a wide margin.
-    public static let ambiguityWindow: Int64 = 50_000_000
+    public static let ambiguityWindow: Duration = .milliseconds(50)
 
     /// Put in a base's cloud mtime when the cloud file turned out to have been replaced by
     /// another device although its (cached) metadata looked unchanged: no real file has it,

@@ -4,11 +4,11 @@ import NimbusVocabulary
 /// `report (conflict from laptop 2026-11-21 133501).pdf`, then ` 2`, ` 3`… when taken.
 public struct ConflictNamer: Sendable {
     public var device: String
-    /// When the conflict was found, as wall-clock nanoseconds, and the local UTC offset.
-    public var wallTime: Int64
+    /// When the conflict was found, and the local UTC offset.
+    public var wallTime: WallInstant
     public var utcOffsetSeconds: Int
 
-    public init(device: String, wallTime: Int64, utcOffsetSeconds: Int = 0) {
+    public init(device: String, wallTime: WallInstant, utcOffsetSeconds: Int = 0) {
         self.device = device
         self.wallTime = wallTime
         self.utcOffsetSeconds = utcOffsetSeconds
@@ -42,7 +42,7 @@ public struct ConflictNamer: Sendable {
 
     /// `YYYY-MM-DD HHMMSS` in local time.
     public var timestamp: String {
-        let seconds = wallTime / 1_000_000_000 + Int64(utcOffsetSeconds)
+        let seconds = wallTime.secondsSinceEpoch + Int64(utcOffsetSeconds)
         let (days, secondOfDay) = seconds.quotientAndRemainder(dividingBy: 86_400)
         let (y, m, d) = civilDate(daysSinceEpoch: secondOfDay < 0 ? days - 1 : days)
         let s = secondOfDay < 0 ? secondOfDay + 86_400 : secondOfDay

@@ -30,8 +30,8 @@ public struct EventBatcher: Sendable {
         case everything
     }
 
-    public var quietPeriod: Int64
-    public var deletionQuiet: Int64
+    public var quietPeriod: Duration
+    public var deletionQuiet: Duration
     public var maximumPending: Int
     static let manyDeletions = 10
     /// The least quiet many deletions wait for, in `deletionQuiet`s: 25 × 200 ms = 5 s.
@@ -40,20 +40,20 @@ public struct EventBatcher: Sendable {
     static let manyDeletionsQuietLimit: Int64 = 150
 
     private var ready: Set<RelativePath> = []
-    private var writing: [RelativePath: Int64] = [:]
+    private var writing: [RelativePath: MonotonicInstant] = [:]
     private var deletions: Set<RelativePath> = []
-    private var deletionsDue: Int64 = 0
+    private var deletionsDue = MonotonicInstant.origin
     /// When the first of the pending deletions came.
-    private var deletionsStarted: Int64 = 0
+    private var deletionsStarted = MonotonicInstant.origin
     private var rescan = false
 
-    public init(quietPeriod: Int64 = 2_000_000_000, deletionQuiet: Int64 = 200_000_000, maximumPending: Int = 50_000) {
+    public init(quietPeriod: Duration = .seconds(2), deletionQuiet: Duration = .milliseconds(200), maximumPending: Int = 50_000) {
         self.quietPeriod = quietPeriod
         self.deletionQuiet = deletionQuiet
         self.maximumPending = maximumPending
     }
 
-    public mutating func add(_ hint: Hint, now: Int64) {
+    public mutating func add(_ hint: Hint, now: MonotonicInstant) {
         switch hint {
         case .settled(let path):
             writing[path] = nil
@@ -79,13 +79,13 @@ public struct EventBatcher: Sendable {
     /// busy machine does not hand its first part over as a batch of its own (the guard lets a
     /// part under its minimum or share through). Nor is a pause as long as the deleting so far
     /// taken as its end: a process that deletes slowly (a loaded machine) also stalls longer.
-    private func deletionWait(lasted: Int64) -> Int64 {
+    private func deletionWait(lasted: Duration) -> Duration {
         guard deletions.count >= Self.manyDeletions else { return deletionQuiet }
         return min(max(deletionQuiet * Self.manyDeletionsQuiet, lasted), deletionQuiet * Self.manyDeletionsQuietLimit)
     }
 
     /// Everything that is ready at `now`, or nil when nothing is.
-    public mutating func take(now: Int64) -> Batch? {
+    public mutating func take(now: MonotonicInstant) -> Batch? {
         if rescan {
             rescan = false
             ready = []
@@ -120,8 +120,8 @@ public struct EventBatcher: Sendable {
     }
 
     /// When the next file being written becomes due (nil: nothing is waiting).
-    public var nextDeadline: Int64? {
-        if rescan || !ready.isEmpty { return 0 }
+    public var nextDeadline: MonotonicInstant? {
+        if rescan || !ready.isEmpty { return .origin }
         let writes = writing.values.min()
         guard !deletions.isEmpty else { return writes }
         return min(writes ?? deletionsDue, deletionsDue)

@@ -1,3 +1,5 @@
+import NimbusVocabulary
+
 /// A token bucket for downloads triggered by opening placeholders (DESIGN §5): up to `limit`
 /// at once, refilled at `limit` per minute. A storm of opens (a `grep -r`, an indexer) gets
 /// the bucket's worth and no more; the caller logs the first refusal of each storm only.
@@ -10,23 +12,21 @@ public struct RateLimiter: Sendable {
 
     public var limit: Int
     private var tokens: Double
-    private var updated: Int64?
+    private var updated: MonotonicInstant?
     private var inStorm = false
     /// The time to refill an empty bucket.
     static let period: Duration = .seconds(60)
-    /// `period` in nanoseconds, the unit of `now`.
-    private static let periodNanoseconds = Double(period.components.seconds) * 1e9
-        + Double(period.components.attoseconds) / 1e9
 
     public init(limit: Int) {
         self.limit = limit
         tokens = Double(limit)
     }
 
-    /// Whether one more download may start at monotonic time `now` (ns).
-    public mutating func admit(now: Int64) -> Decision {
+    /// Whether one more download may start at `now`.
+    public mutating func admit(now: MonotonicInstant) -> Decision {
         if let updated, now > updated {
-            tokens = min(Double(limit), tokens + Double(now - updated) * Double(limit) / Self.periodNanoseconds)
+            // Duration / Duration is the Double ratio of the two.
+            tokens = min(Double(limit), tokens + (now - updated) / Self.period * Double(limit))
         }
         updated = now
         if tokens >= Double(limit) { inStorm = false }

@@ -109,7 +109,7 @@ struct Reconciler {
             if localChange == .unchanged && cloudChange == .unchanged {
                 // Confirmed; once the tick has surely passed the doubt is gone for good.
                 if let lm = views[.local]![path], let cm = views[.cloud]![path],
-                   namer.wallTime - lm.mtime >= BaseEntry.ambiguityWindow {
+                   namer.wallTime - WallInstant(mtime: lm.mtime) >= BaseEntry.ambiguityWindow {
                     records.append(.record(path, local: lm, cloud: cm, hash: entry.hash))
                 }
                 return

@@ -1,3 +1,5 @@
+import NimbusVocabulary
+
 /// Which kept versions to delete (DESIGN §4, issue #13): a staggered schedule like
 /// Syncthing's, then a size limit. Pure, so that the schedule is pinned down by tables; the
 /// daemon deletes what it returns.
@@ -9,16 +11,13 @@
 /// and never once it is older than the retention period. Then, while all that remains
 /// weighs more than `maxBytes`, the oldest versions of all files go first.
 public struct VersionRetention: Sendable, Equatable {
-    public static let hour: Int64 = 3_600_000_000_000
-    public static let day: Int64 = 24 * hour
-
-    /// One kept version: the file it belongs to, when it was displaced (wall ns), its size.
+    /// One kept version: the file it belongs to, when it was displaced, its size.
     public struct Candidate: Hashable, Sendable {
         public var file: String
         public var id: String
-        public var displacedAt: Int64
+        public var displacedAt: WallInstant
         public var size: Int64
-        public init(file: String, id: String, displacedAt: Int64, size: Int64) {
+        public init(file: String, id: String, displacedAt: WallInstant, size: Int64) {
             self.file = file
             self.id = id
             self.displacedAt = displacedAt
@@ -27,27 +26,27 @@ public struct VersionRetention: Sendable, Equatable {
     }
 
     /// Versions older than this go, whatever else (default 30 days).
-    public var retention: Int64
+    public var retention: Duration
     /// The store's size limit in bytes; nil: no limit.
     public var maxBytes: Int64?
 
-    public init(retention: Int64 = 30 * day, maxBytes: Int64? = nil) {
+    public init(retention: Duration = .days(30), maxBytes: Int64? = nil) {
         self.retention = retention
         self.maxBytes = maxBytes
     }
 
-    /// The gap the schedule asks between two kept versions of age `age`; 0: keep them all.
-    func interval(forAge age: Int64) -> Int64 {
-        age < Self.hour ? 0 : age < Self.day ? Self.hour : Self.day
+    /// The gap the schedule asks between two kept versions of age `age`; zero: keep them all.
+    func interval(forAge age: Duration) -> Duration {
+        age < .hours(1) ? .zero : age < .days(1) ? .hours(1) : .days(1)
     }
 
     /// The versions to delete at `now`, oldest first.
-    public func expired(_ candidates: [Candidate], now: Int64) -> [Candidate] {
+    public func expired(_ candidates: [Candidate], now: WallInstant) -> [Candidate] {
         var doomed: [Candidate] = []
         var kept: [Candidate] = []
         let byFile = Dictionary(grouping: candidates, by: \.file)
         for file in byFile.keys.sorted() {
-            var newerKept: Int64?
+            var newerKept: WallInstant?
             for version in byFile[file]!.sorted(by: Self.newestFirst) {
                 let age = now - version.displacedAt
                 if age > retention {

@@ -281,8 +281,8 @@ struct ConfigSetting {
         return Int(digits).flatMap { (0...100).contains($0) ? $0 : nil }
     }
 
-    static func positiveDuration(_ text: String) -> Int64? {
-        Units.parseDuration(text).flatMap { $0 > 0 ? $0 : nil }
+    static func positiveDuration(_ text: String) -> Duration? {
+        Units.parseDuration(text).flatMap { $0 > .zero ? $0 : nil }
     }
 
     /// `unlimited`, `never`, `none` and `off` switch an optional limit off.

@@ -37,7 +37,7 @@ public protocol ControlContext: AnyObject, Sendable {
     func localMetadata(of path: RelativePath) throws -> FileMetadata?
     func versions(of path: RelativePath) throws -> [VersionStore.Version]
     func allVersions(under folder: RelativePath) throws -> [(file: RelativePath, version: VersionStore.Version)]
-    func restorePlan(_ path: RelativePath, versionID: String?, at time: Int64?, to target: RelativePath?) throws -> [RestorePlanItem]
+    func restorePlan(_ path: RelativePath, versionID: String?, at time: WallInstant?, to target: RelativePath?) throws -> [RestorePlanItem]
 
     // MARK: On the engine thread only (inside `perform`)
 
@@ -73,7 +73,7 @@ extension PairRuntime: ControlContext {
     public func allVersions(under folder: RelativePath) throws -> [(file: RelativePath, version: VersionStore.Version)] {
         try engine.allVersions(under: folder)
     }
-    public func restorePlan(_ path: RelativePath, versionID: String?, at time: Int64?, to target: RelativePath?) throws -> [RestorePlanItem] {
+    public func restorePlan(_ path: RelativePath, versionID: String?, at time: WallInstant?, to target: RelativePath?) throws -> [RestorePlanItem] {
         try engine.restorePlan(path, versionID: versionID, at: time, to: target)
     }
     public func sync(_ paths: Set<RelativePath>?) { engine.sync(paths) }

@@ -12,9 +12,9 @@ struct ControlEventFanOut {
         var isProgress: Bool
     }
 
-    static let progressInterval: Int64 = 100_000_000
-    /// When each path in progress last had a notification (monotonic ns).
-    private var lastProgress: [RelativePath: Int64] = [:]
+    static let progressInterval: Duration = .milliseconds(100)
+    /// When each path in progress last had a notification.
+    private var lastProgress: [RelativePath: MonotonicInstant] = [:]
 
     mutating func notifications(for batch: ControlInbox.Events, encode: (any Encodable) -> [UInt8]?) -> [Line] {
         var lines: [Line] = []
@@ -34,7 +34,7 @@ struct ControlEventFanOut {
             }
         }
         if batch.dropped, let bytes = encode(Notification(method: NotificationMethod.event.rawValue,
-                                                          params: EventParams(type: "overflow", timeNs: SystemClock().wallNow))) {
+                                                          params: EventParams(type: "overflow", timeNs: SystemClock().wallNow.nanoseconds))) {
             lines.append(Line(bytes: bytes, isProgress: false))
         }
         return lines
@@ -47,7 +47,7 @@ struct ControlEventFanOut {
     }
 
     /// In-progress states become `progress` notifications, thinned per path.
-    private mutating func progress(_ event: EngineEvent, wall: Int64, monotonic: Int64) -> ProgressDecision {
+    private mutating func progress(_ event: EngineEvent, wall: WallInstant, monotonic: MonotonicInstant) -> ProgressDecision {
         guard case .stateChanged(let path, let state) = event else { return .notProgress }
         let direction: String
         switch state {
@@ -61,10 +61,11 @@ struct ControlEventFanOut {
         let isEdge = fraction == 0 || fraction >= 1
         if !isEdge, let last = lastProgress[path], monotonic - last < Self.progressInterval { return .thinnedOut }
         lastProgress[path] = fraction >= 1 ? nil : monotonic
-        return .send(ProgressParams(path: WirePath(path), direction: direction, fraction: fraction, timeNs: wall))
+        return .send(ProgressParams(path: WirePath(path), direction: direction, fraction: fraction, timeNs: wall.nanoseconds))
     }
 
-    static func event(_ event: EngineEvent, wall: Int64) -> EventParams? {
+    static func event(_ event: EngineEvent, wall instant: WallInstant) -> EventParams? {
+        let wall = instant.nanoseconds  // the wire's unit
         switch event {
         case .stateChanged(let path, let state):
             var params = EventParams(type: "state", timeNs: wall)

@@ -58,7 +58,7 @@ extension ControlHandler {
         let dryRun = params.dryRun ?? false
         let body: @Sendable () throws -> RestoreResult = {
             do {
-                let items = try pair.restorePlan(path, versionID: params.version, at: params.atNs, to: target)
+                let items = try pair.restorePlan(path, versionID: params.version, at: params.atNs.map(WallInstant.init(nanoseconds:)), to: target)
                 if !dryRun { try pair.restore(items) }
                 let files = items.map {
                     RestoredFile(path: WirePath($0.file), version: $0.version.id, size: $0.version.metadata.size,

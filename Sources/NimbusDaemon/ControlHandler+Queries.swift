@@ -52,7 +52,7 @@ extension ControlHandler {
                             bytesCopied: status.bytesCopied, filesCopied: status.filesCopied, lastError: status.lastError,
                             instance: setup.instance, localRoot: setup.localRoot, cloudRoot: setup.cloudRoot,
                             deviceName: pair.deviceName, daemonVersion: NimbusVersion.string,
-                            startedAtNs: setup.startedAtNs, clients: clients, errors: pair.errorCount,
+                            startedAtNs: setup.startedAt.nanoseconds, clients: clients, errors: pair.errorCount,
                             versionsCount: status.versionsCount, versionsBytes: status.versionsBytes,
                             placeholderStyle: setup.placeholderStyle?.wireName, placeholderStyleReason: setup.placeholderStyle?.reason,
                             cloudFilesystem: status.cloudCapabilities.map { Self.describe($0, status.cloudWriteProtocol) })

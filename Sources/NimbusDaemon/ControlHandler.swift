@@ -3,6 +3,7 @@ import FoundationEssentials
 import NimbusCore
 import NimbusProtocol
 import NimbusSystem
+import NimbusVocabulary
 import Synchronization
 
 /// What the control server serves: the pair, who the daemon is, the lease table, and how
@@ -12,20 +13,20 @@ public struct ControlSetup: Sendable {
     public var instance: String
     public var localRoot: String
     public var cloudRoot: String
-    public var startedAtNs: Int64
+    public var startedAt: WallInstant
     public var leases: any LeaseProvider
     /// Re-reads the configuration (the `reload` method); nil answers `not_supported`.
     public var reload: (@Sendable () throws -> ReloadResult)?
     /// The placeholder style in use and why (`status`).
     public var placeholderStyle: PlaceholderStyleReport?
 
-    public init(pair: any ControlContext, instance: String, localRoot: String, cloudRoot: String, startedAtNs: Int64,
+    public init(pair: any ControlContext, instance: String, localRoot: String, cloudRoot: String, startedAt: WallInstant,
                 leases: (any LeaseProvider)? = nil, reload: (@Sendable () throws -> ReloadResult)? = nil) {
         self.pair = pair
         self.instance = instance
         self.localRoot = localRoot
         self.cloudRoot = cloudRoot
-        self.startedAtNs = startedAtNs
+        self.startedAt = startedAt
         // Leases live in the engine's own lock table, so a leased path is left alone while held.
         self.leases = leases ?? PathLocksLeaseProvider(locks: pair.locks)
         self.reload = reload

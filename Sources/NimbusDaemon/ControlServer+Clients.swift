@@ -18,7 +18,7 @@ extension ControlServer {
                 // Out of descriptors: stop accepting for a moment rather than spin on poll.
                 log.warning("control socket: cannot accept more connections (\(error)); trying again shortly")
                 pollSet.remove(listener.descriptor)
-                acceptPausedUntil = SystemClock().monotonicNow + 250_000_000
+                acceptPausedUntil = SystemClock().monotonicNow + .milliseconds(250)
                 return
             } catch {
                 log.warning("control socket: accept failed: \(error)")
@@ -36,7 +36,7 @@ extension ControlServer {
         if peer.uid != daemonUID && peer.uid != 0 {
             // At most one line a second: another user must not be able to flood the log.
             let now = SystemClock().monotonicNow
-            if now - lastRefusalLogged >= 1_000_000_000 {
+            if lastRefusalLogged.map({ now - $0 >= .seconds(1) }) ?? true {
                 let more = refusalsNotLogged > 0 ? " (and \(refusalsNotLogged) more refused since the last such message)" : ""
                 log.warning("refused a control connection from uid \(peer.uid) (pid \(peer.pid)): only uid \(daemonUID) and root may control this daemon\(more)")
                 lastRefusalLogged = now

@@ -3,6 +3,7 @@ import FoundationEssentials
 import NimbusCore
 import NimbusProtocol
 import NimbusSystem
+import NimbusVocabulary
 import Synchronization
 
 /// The control socket of `nimbusd` (DESIGN §7, PROTOCOL.md). One thread serves every client
@@ -47,9 +48,9 @@ public final class ControlServer: @unchecked Sendable {
     var clientsByID: [UInt64: ControlClientConnection] = [:]
     var pollSet = PollSet()
     var nextClientID: UInt64 = 0
-    var acceptPausedUntil: Int64?
+    var acceptPausedUntil: MonotonicInstant?
     var readBuffer = [UInt8](repeating: 0, count: 64 << 10)
-    var lastRefusalLogged: Int64 = .min / 2
+    var lastRefusalLogged: MonotonicInstant?
     var refusalsNotLogged = 0
     var events: ControlEventFanOut
 
@@ -105,14 +106,14 @@ public final class ControlServer: @unchecked Sendable {
         while !stopRequested.load(ordering: .acquiring) {
             var timeout: Int32 = -1
             if let until = acceptPausedUntil {
-                timeout = Int32(max(0, min(1000, (until - SystemClock().monotonicNow) / 1_000_000)))
+                timeout = (until - SystemClock().monotonicNow).milliseconds(roundedUpTo: 1000)
             }
             let ready: [(FileDescriptor, PollEvents)]
             do {
                 ready = try pollSet.wait(timeoutMilliseconds: timeout)
             } catch {
                 log.error("control socket: poll failed: \(error)")
-                ProcessSupport.pause(milliseconds: 100)
+                ProcessSupport.pause(for: .milliseconds(100))
                 continue
             }
             for (descriptor, what) in ready {
@@ -148,7 +149,7 @@ public final class ControlServer: @unchecked Sendable {
 /// Work and engine events posted to the server thread.
 struct ControlInbox {
     struct Events {
-        var items: [(event: EngineEvent, wall: Int64, monotonic: Int64)] = []
+        var items: [(event: EngineEvent, wall: WallInstant, monotonic: MonotonicInstant)] = []
         /// Events were dropped because too many were waiting.
         var dropped = false
     }
@@ -159,7 +160,7 @@ struct ControlInbox {
     var work: [@Sendable (ControlServer) -> Void] = []
     var events = Events()
 
-    mutating func add(_ event: EngineEvent, wall: Int64, monotonic: Int64) {
+    mutating func add(_ event: EngineEvent, wall: WallInstant, monotonic: MonotonicInstant) {
         if events.items.count >= Self.maximumEvents {
             events.dropped = true
         } else {

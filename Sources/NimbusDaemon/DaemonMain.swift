@@ -112,7 +112,7 @@ public enum DaemonMain {
         let server: ControlServer
         do {
             var setup = ControlSetup(pair: runtime, instance: configuration.instance, localRoot: configuration.localRoot,
-                                         cloudRoot: configuration.cloudRoot, startedAtNs: SystemClock().wallNow,
+                                         cloudRoot: configuration.cloudRoot, startedAt: SystemClock().wallNow,
                                          reload: { try reloader.reload() })
             setup.placeholderStyle = style
             server = try ControlServer(socketPath: configuration.socketPath, setup: setup, log: log)
@@ -129,7 +129,7 @@ public enum DaemonMain {
                 runtime.stop()
                 return
             }
-            notifier.reloading(monotonicMicroseconds: SystemClock().monotonicNow / 1000)
+            notifier.reloading(at: SystemClock().monotonicNow)
             do {
                 let result = try reloader.reload()
                 if !result.needsRestart.isEmpty { log.warning("restart nimbusd to apply: \(result.needsRestart.joined(separator: ", "))") }

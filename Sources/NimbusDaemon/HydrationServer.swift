@@ -52,7 +52,7 @@ public final class HydrationServer: Sendable {
         public var rateLimit: Int
         /// How long a reader may wait for its fill (ns): past it, the reader gets `EIO` and
         /// the fill goes on for the next reader. Documented in nimbus.conf(5) (`fill-timeout`).
-        public var fillTimeout: Int64
+        public var fillTimeout: Duration
         /// A fill is an automatic download: it leaves this many bytes free on the local disk
         /// (`[cache] min-free-space`), or its reader gets ENOSPC. 0: only a full disk refuses.
         public var minFreeSpace: Int64
@@ -73,10 +73,10 @@ public final class HydrationServer: Sendable {
     let log: Logger
     private let settings: Mutex<Settings>
     private let placeholders = Mutex<[FileIdentity: Placeholder]>([:])
-    /// A reader waiting for its file, and since when (monotonic ns), for `fillTimeout`.
+    /// A reader waiting for its file, and since when, for `fillTimeout`.
     struct Waiter {
         var event: FanotifyEvent
-        var since: Int64
+        var since: MonotonicInstant
     }
 
     /// Fills (or evictions) running, by inode, with the readers waiting for each.
@@ -94,14 +94,14 @@ public final class HydrationServer: Sendable {
     private let stopping = Atomic<Bool>(false)
     private let stopped = DispatchSemaphore(value: 0)
     private let fillers = DispatchGroup()
-    private let now: @Sendable () -> Int64
+    private let now: @Sendable () -> MonotonicInstant
     private let progress: @Sendable (RelativePath, Int64, Int64) -> Void
     private let completed: @Sendable (Outcome) -> Void
 
     /// Starts serving. `completed` and `progress` are called on worker threads and must not wait
     /// for anything that may itself be waiting for a fill.
     public convenience init(group: FanotifyGroup, cloudRoot: FileDescriptor, settings: Settings, log: Logger,
-                            now: @escaping @Sendable () -> Int64 = { SystemClock().monotonicNow },
+                            now: @escaping @Sendable () -> MonotonicInstant = { SystemClock().monotonicNow },
                             progress: @escaping @Sendable (RelativePath, Int64, Int64) -> Void = { _, _, _ in },
                             completed: @escaping @Sendable (Outcome) -> Void) {
         self.init(group: group, cloudRoot: cloudRoot, cloudRootPath: nil, settings: settings, log: log, now: now,
@@ -109,7 +109,7 @@ public final class HydrationServer: Sendable {
     }
 
     public convenience init(group: FanotifyGroup, cloudRootPath: SystemPath, settings: Settings, log: Logger,
-                            now: @escaping @Sendable () -> Int64 = { SystemClock().monotonicNow },
+                            now: @escaping @Sendable () -> MonotonicInstant = { SystemClock().monotonicNow },
                             progress: @escaping @Sendable (RelativePath, Int64, Int64) -> Void = { _, _, _ in },
                             completed: @escaping @Sendable (Outcome) -> Void) {
         self.init(group: group, cloudRoot: nil, cloudRootPath: cloudRootPath, settings: settings, log: log, now: now,
@@ -117,7 +117,7 @@ public final class HydrationServer: Sendable {
     }
 
     private init(group: FanotifyGroup, cloudRoot: FileDescriptor?, cloudRootPath: SystemPath?, settings: Settings, log: Logger,
-                now: @escaping @Sendable () -> Int64 = { SystemClock().monotonicNow },
+                now: @escaping @Sendable () -> MonotonicInstant = { SystemClock().monotonicNow },
                 progress: @escaping @Sendable (RelativePath, Int64, Int64) -> Void = { _, _, _ in },
                 completed: @escaping @Sendable (Outcome) -> Void) {
         self.group = group
@@ -210,7 +210,7 @@ public final class HydrationServer: Sendable {
                 answerOverdueReaders()
             } catch {
                 log.error("real-name placeholders: cannot read the kernel's events: \(error)")
-                ProcessSupport.pause(milliseconds: 200)
+                ProcessSupport.pause(for: .milliseconds(200))
             }
         }
     }
@@ -304,7 +304,7 @@ public final class HydrationServer: Sendable {
             if slowLogged.withLock({ $0.insert(identity).inserted }) {
                 let path = placeholders.withLock { $0[identity]?.path }
                 log.warning("fetching \(path.map { "\($0)" } ?? "a not-downloaded file") takes longer than fill-timeout = "
-                            + "\(limit / 1_000_000_000) s: its readers get EIO; the fetch goes on")
+                            + "\(limit.wholeSeconds) s: its readers get EIO; the fetch goes on")
             }
             for waiter in overdue { answer(waiter.event, .deny(.ioError)) }
         }

@@ -1,5 +1,6 @@
 import NimbusCore
 import NimbusSystem
+import NimbusVocabulary
 
 /// The engine thread's loop: wait for a message or the next deadline, handle what was posted,
 /// then do what is due (`turn`). Tests drive the same steps with `step`, without waiting.
@@ -22,13 +23,13 @@ extension PairRuntime {
     /// For tests driving the runtime on their own thread: handles what was posted and does
     /// what is due now, without waiting. False once stopped.
     func step() -> Bool {
-        guard handle(inbox.wait(until: 0, clock: clock)) else { return false }
+        guard handle(inbox.wait(until: .origin, clock: clock)) else { return false }
         turn()
         return true
     }
 
     /// The earliest deadline of the batcher, the retries and the timers.
-    func nextWakeUp() -> Int64? {
+    func nextWakeUp() -> MonotonicInstant? {
         let usesCache = engine.settings.cacheLimit != nil || engine.settings.evictAfter != nil
         let paused = engine.isPaused
         let deadlines = [paused ? nil : batcher.batcher.nextDeadline, engine.nextRetry, batcher.nextRescan, batcher.nextPoll,
@@ -104,7 +105,7 @@ extension PairRuntime {
 
     /// The versions store is pruned after full scans (at most every ten minutes), and at
     /// once when it grew past its size limit.
-    func pruneVersionsIfDue(now: Int64, afterFullScan: Bool) {
+    func pruneVersionsIfDue(now: MonotonicInstant, afterFullScan: Bool) {
         let status = engine.status
         let overLimit = engine.settings.versionsMaxSize.map { status.versionsBytes > $0 } ?? false
         guard !isHalted, overLimit || (afterFullScan && now >= nextPrune) else { return }

@@ -55,13 +55,13 @@ extension PairRuntime {
     }
 
     /// Evicts what the cache budget says must go; at start and every `cacheCheckInterval`.
-    func checkCacheBudget(now: Int64) {
+    func checkCacheBudget(now: MonotonicInstant) {
         guard now >= nextCacheCheck else { return }
         nextCacheCheck = now + Self.cacheCheckInterval
         engine.enforceCacheBudget()
     }
 
-    static var cacheCheckInterval: Int64 { 600_000_000_000 }
+    static var cacheCheckInterval: Duration { .minutes(10) }
 }
 
 /// Who waits for a download: called with the entry afterwards, or the error.

@@ -72,15 +72,15 @@ public final class PairRuntime<FS: FileSystem, Watcher: TreeWatching>: @unchecke
     /// Who waits for each download requested and not finished yet.
     let downloads = Mutex<[RelativePath: PendingDownload]>([:])
     var openLimiter: RateLimiter
-    var nextCacheCheck: Int64 = 0
+    var nextCacheCheck = MonotonicInstant.origin
     /// When a halted pair next checks whether its folders are back.
-    var nextHaltedCheck: Int64 = 0
-    static var haltedCheckInterval: Int64 { 2_000_000_000 }
+    var nextHaltedCheck = MonotonicInstant.origin
+    static var haltedCheckInterval: Duration { .seconds(2) }
     /// How much work (paths synced, events absorbed) makes going idle worth a `malloc_trim`.
     static var trimAfterWork: Int { 1_000 }
     /// When the versions store may next be pruned after a full scan.
-    var nextPrune: Int64 = 0
-    static var pruneInterval: Int64 { 600_000_000_000 }
+    var nextPrune = MonotonicInstant.origin
+    static var pruneInterval: Duration { .minutes(10) }
 
     enum Message: Sendable {
         case events(Side, [WatchEvent])
@@ -91,8 +91,8 @@ public final class PairRuntime<FS: FileSystem, Watcher: TreeWatching>: @unchecke
 
     struct EngineBatcherState {
         var batcher: EventBatcher
-        var nextRescan: Int64
-        var nextPoll: Int64?
+        var nextRescan: MonotonicInstant
+        var nextPoll: MonotonicInstant?
         /// Sides whose watcher is gone (root removed, watch limit) and need polling.
         var polledSides: Set<Side> = []
     }
@@ -100,7 +100,7 @@ public final class PairRuntime<FS: FileSystem, Watcher: TreeWatching>: @unchecke
     let notifier: SystemdNotifier
     /// Held while running: a second daemon on the same local folder refuses to start.
     let rootLock: DirectoryLock?
-    var nextWatchdog: Int64?
+    var nextWatchdog: MonotonicInstant?
     var lastStatus = ""
     /// Paths synced and watch events absorbed since memory was last handed back to the
     /// system: a burst frees far more than it keeps, spread over every thread's malloc arena.
@@ -134,7 +134,7 @@ public final class PairRuntime<FS: FileSystem, Watcher: TreeWatching>: @unchecke
         // so a stuck engine stops the pings and systemd restarts the daemon.
         if let interval = notifier.watchdogInterval {
             nextWatchdog = clock.monotonicNow + interval
-            let due = Mutex<Int64>(clock.monotonicNow + interval)
+            let due = Mutex(clock.monotonicNow + interval)
             engine.onHeartbeat { [notifier] in
                 let now = clock.monotonicNow
                 let send = due.withLock { next -> Bool in
@@ -181,7 +181,7 @@ public final class PairRuntime<FS: FileSystem, Watcher: TreeWatching>: @unchecke
             options.engine = settings
             openLimiter.limit = options.openRateLimit
             hydration?.update(options.hydration)
-            nextCacheCheck = 0
+            nextCacheCheck = .origin
             batcher.batcher.quietPeriod = options.quietPeriod
             loadIgnoreRules()
             batcher.batcher.add(.rescanAll, now: clock.monotonicNow)

@@ -1,8 +1,8 @@
 /// The settings of a pair that the config file tunes and the running pair uses as they are,
 /// with their built-in defaults, stated here and nowhere else (DESIGN §8): the config parser
 /// starts from `defaults`, `--help` prints them, `EngineSettings` and `RuntimeOptions` hold
-/// this value, and a reload replaces it in one assignment. Sizes are bytes; durations are
-/// nanoseconds.
+/// this value, and a reload replaces it in one assignment. Sizes are bytes; intervals are
+/// `Duration`s.
 ///
 /// The settings only the daemon's start reads (folders, device name, placeholder style,
 /// cloud watching, log level, notifications) stay in `Configuration`, with their defaults.
@@ -24,7 +24,7 @@ public struct PairSettings: Equatable, Sendable {
     /// that a `grep -r` does not download the whole cloud. 0 disables them.
     public var openRateLimit = 30
     /// How long a program opening a real-name placeholder waits for it before getting EIO.
-    public var fillTimeout: Int64 = 300 * Units.second
+    public var fillTimeout: Duration = .seconds(300)
     /// Programs whose opens of real-name placeholders are refused (EPERM) instead of fetching:
     /// indexers and scanners that would otherwise fetch the whole cloud (GNOME, KDE, locate, ClamAV).
     public var refusedPrograms: [String] = [
@@ -36,8 +36,8 @@ public struct PairSettings: Equatable, Sendable {
     // [cache]
     /// Bytes of downloaded, unpinned files to keep; nil = unlimited.
     public var cacheLimit: Int64?
-    /// Evict downloaded files not opened for this many nanoseconds; nil = never.
-    public var evictAfter: Int64?
+    /// Evict downloaded files not opened for this long; nil = never.
+    public var evictAfter: Duration?
     /// Automatic downloads (opening a placeholder, the cache) leave this many bytes free.
     public var minFreeSpace: Int64 = 1 << 30
 
@@ -46,15 +46,15 @@ public struct PairSettings: Equatable, Sendable {
     /// entries on one side (and more than `EngineSettings.massDeleteMinimum` entries).
     public var maxDeletePercent = 50
     /// How long replaced and deleted cloud content stays in `.nimbus/versions`.
-    public var versionRetention: Int64 = 30 * Units.day
+    public var versionRetention: Duration = .days(30)
     /// The versions store's size limit (`[versions] max-size`); the oldest go first. Nil: none.
     public var versionsMaxSize: Int64?
 
     // [watch]
-    public var pollInterval: Int64 = 30 * Units.second
-    public var rescanInterval: Int64 = 3_600 * Units.second
+    public var pollInterval: Duration = .seconds(30)
+    public var rescanInterval: Duration = .hours(1)
     /// A file written without being closed is uploaded once it has been quiet this long.
-    public var quietPeriod: Int64 = 2 * Units.second
+    public var quietPeriod: Duration = .seconds(2)
 
     public init() {}
 }

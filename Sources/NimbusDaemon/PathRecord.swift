@@ -17,15 +17,15 @@ public enum Residency: UInt8, Sendable, Hashable {
 public struct PathRecord: Hashable, Sendable {
     public var base: BaseEntry
     public var residency: Residency = .auto
-    /// Wall-clock ns of the last open seen, for the cache budget.
-    public var lastOpened: Int64 = 0
+    /// The last open seen, for the cache budget (`.origin`: none).
+    public var lastOpened = WallInstant.origin
     /// The conflict copy made for this path, until the user resolves it.
     public var conflictCopy: RelativePath?
     /// The local side is the placeholder `NAME.nimbus`; `base.local` is the placeholder
     /// file's metadata and `base.cloud` the file it stands for.
     public var isPlaceholder = false
 
-    public init(base: BaseEntry, residency: Residency = .auto, lastOpened: Int64 = 0, conflictCopy: RelativePath? = nil,
+    public init(base: BaseEntry, residency: Residency = .auto, lastOpened: WallInstant = .origin, conflictCopy: RelativePath? = nil,
                 isPlaceholder: Bool = false) {
         self.base = base
         self.residency = residency
@@ -52,7 +52,7 @@ enum PathRecordCodec {
             w.writeUInt8(0)
         }
         w.writeUInt8(record.residency.rawValue)
-        w.writeInt64(record.lastOpened)
+        w.writeInt64(record.lastOpened.nanoseconds)  // on disk: ns since the epoch
         if let copy = record.conflictCopy {
             w.writeUInt8(1)
             w.writeLengthPrefixed(copy.bytes)
@@ -72,7 +72,7 @@ enum PathRecordCodec {
         let hashFlag = try r.readUInt8()
         let hash = hashFlag != 0 ? ContentHash(value: try r.readUInt64(), size: local.size) : nil
         guard let residency = Residency(rawValue: try r.readUInt8()) else { throw CorruptRecord() }
-        let lastOpened = try r.readInt64()
+        let lastOpened = WallInstant(nanoseconds: try r.readInt64())
         let copy = try r.readUInt8() == 1 ? try RelativePath(validating: try r.readLengthPrefixed()) : nil
         let isPlaceholder = recordVersion >= 2 ? try r.readUInt8() == 1 : false
         return PathRecord(base: BaseEntry(local: local, cloud: cloud, hash: hash, isAmbiguous: hashFlag == 2), residency: residency,

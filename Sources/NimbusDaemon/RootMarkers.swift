@@ -28,10 +28,10 @@ enum RootMarkers {
     }
 
     /// Checks both markers; on first pairing (`firstPairing`) creates the missing ones.
-    /// `now` (wall clock, ns) is the new cloud marker's mtime; `beforeCreatingCloudMarker`
+    /// `now` is the new cloud marker's mtime; `beforeCreatingCloudMarker`
     /// runs first (the cloud's filesystem is probed, so the marker is created the way it allows).
     static func check<FS: FileSystem>(local localFS: FS, cloud cloudFS: FS, firstPairing: Bool,
-                                      localRoot: String, cloudRoot: String, now: Int64,
+                                      localRoot: String, cloudRoot: String, now: WallInstant,
                                       beforeCreatingCloudMarker: () -> Void = {}) -> Check {
         do {
             let pairedWith = try read(localFS, local, key: "cloud")
@@ -71,9 +71,9 @@ enum RootMarkers {
 
     /// Creates the cloud marker with `id` exclusively (the cloud's write protocol: another
     /// device pairing at the same moment may have made its own); returns the id in force.
-    private static func createCloudMarker<FS: FileSystem>(_ cloudFS: FS, id: String, now: Int64) throws -> String? {
+    private static func createCloudMarker<FS: FileSystem>(_ cloudFS: FS, id: String, now: WallInstant) throws -> String? {
         let prepared = try cloudFS.prepareFile(near: cloud, contents: Array("nimbus-cloud 1\nid=\(id)\n".utf8), mode: 0o644,
-                                               mtime: now, attributes: [], durable: true)
+                                               mtime: now.nanoseconds, attributes: [], durable: true)
         do {
             _ = try cloudFS.install(prepared, at: cloud, replacing: nil, displacedTo: nil, durable: true)
             return id

@@ -14,10 +14,10 @@ extension SyncEngine {
         guard s.cacheLimit != nil || s.evictAfter != nil else { return 0 }
         let now = clock.wallNow
         let candidates = state.withLock { st in
-            st.index.all.compactMap { path, record -> (path: RelativePath, size: Int64, lastUse: Int64)? in
+            st.index.all.compactMap { path, record -> (path: RelativePath, size: Int64, lastUse: WallInstant)? in
                 guard record.base.kind == .file, !record.isPlaceholder, record.residency != .pinned,
                       placeholderFile(for: path) != nil else { return nil }
-                return (path, record.base.local.size, max(record.lastOpened, record.base.local.mtime))
+                return (path, record.base.local.size, max(record.lastOpened, WallInstant(mtime: record.base.local.mtime)))
             }
         }.filter { !isPinnedByFolder($0.path) }.sorted { $0.lastUse < $1.lastUse }
         // Files just downloaded count toward the budget; they are only not the ones to go.

@@ -63,7 +63,7 @@ extension SyncEngine {
             defer { handles.forEach(locks.unlock) }
             guard handles.count == paths.count else {
                 log.info("\(action.path) is leased by an application; it is synced after the lease ends")
-                scheduleRetry(action.path, error: "leased", delay: 1_000_000_000)
+                scheduleRetry(action.path, error: "leased", delay: .seconds(1))
                 continue
             }
             do {
@@ -343,7 +343,7 @@ extension SyncEngine {
             // Asked again every second (a lease probe costs little): once the program closes
             // the file, the path is planned afresh, and a write it made meanwhile is a conflict.
             log.info("\(error)")
-            scheduleRetry(path, error: "\(error)", delay: 1_000_000_000)
+            scheduleRetry(path, error: "\(error)", delay: .seconds(1))
         default:
             let message = Self.explain(error, action: action)
             log.error(message)
@@ -442,7 +442,7 @@ extension SyncEngine {
     /// A file changed so recently that a same-size write within the same timestamp tick
     /// would not show in its metadata.
     func isFresh(_ metadata: FileMetadata) -> Bool {
-        metadata.kind == .file && clock.wallNow - metadata.mtime < BaseEntry.ambiguityWindow
+        metadata.kind == .file && clock.wallNow - WallInstant(mtime: metadata.mtime) < BaseEntry.ambiguityWindow
     }
 
     func rekey(from: RelativePath, to: RelativePath) {

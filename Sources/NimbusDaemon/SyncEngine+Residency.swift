@@ -239,7 +239,7 @@ extension SyncEngine {
     /// Written at most once a second per file, so a busy file costs the journal little.
     public func noteOpened(_ path: RelativePath) {
         let now = clock.wallNow
-        let stale = state.withLock { s in s.index[path].map { now - $0.lastOpened > 1_000_000_000 } ?? false }
+        let stale = state.withLock { s in s.index[path].map { now - $0.lastOpened > .seconds(1) } ?? false }
         guard stale else { return }
         // Journaled only when a budget reads it: without one, opens (ours included) cost no
         // journal writes, and the time is still there if a budget is set by a reload.

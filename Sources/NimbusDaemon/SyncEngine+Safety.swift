@@ -33,7 +33,7 @@ extension SyncEngine {
     /// longest quiet the event batcher waits for before it takes a pause for the end of an
     /// `rm` (30 s, `EventBatcher`), so that when a stalled `rm` was split anyway, its first
     /// part still counts when the rest comes.
-    static var deletionWindow: Int64 { 45_000_000_000 }
+    static var deletionWindow: Duration { .seconds(45) }
 
     func noteDeletion(on side: Side) {
         let now = clock.monotonicNow

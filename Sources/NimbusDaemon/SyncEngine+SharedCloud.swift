@@ -75,7 +75,7 @@ extension SyncEngine {
 
     /// How long an upload is remembered for `ensureOwnUploadWasKept`: another device's create
     /// that raced it lands within moments, and this device sees it at its next poll.
-    static var uploadMemory: Int64 { 10 * 60 * 1_000_000_000 }
+    static var uploadMemory: Duration { .minutes(10) }
 
     /// Remembers an upload to a content-checked cloud (forgets the path after a download).
     func noteInstalled(_ path: RelativePath, on side: Side, hash: ContentHash?) {

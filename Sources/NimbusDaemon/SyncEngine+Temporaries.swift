@@ -12,14 +12,14 @@ import NimbusVocabulary
 
 extension SyncEngine {
     /// How often the running daemon sweeps leftover temporaries.
-    static var temporarySweepInterval: Int64 { 5 * 60 * 1_000_000_000 }
+    static var temporarySweepInterval: Duration { .minutes(5) }
     /// The running daemon's sweep leaves temporaries younger than this, and those a program
     /// has open (an application's coordinated write is not even looked at: only the exact
     /// name of a copy's temporary is).
-    static var temporarySafeAge: Int64 { 10 * 60 * 1_000_000_000 }
+    static var temporarySafeAge: Duration { .minutes(10) }
     /// Another device's cloud temporaries are removed once its folder of them has not changed
     /// for this long: a copy in flight renames or creates a file there at least this often.
-    static var otherDevicesStaleAge: Int64 { 6 * 3_600 * 1_000_000_000 }
+    static var otherDevicesStaleAge: Duration { .hours(6) }
 
     /// Where this device's temporaries go in the cloud folder.
     var cloudTemporaryDirectory: RelativePath { RootMarkers.temporary(for: settings.deviceName) }
@@ -61,10 +61,10 @@ extension SyncEngine {
         guard let folder = try cloud.metadata(of: root), folder.kind == .directory else { return 0 }
         let staleBefore = clock.wallNow - Self.otherDevicesStaleAge
         let cleanup = TemporaryCleanup(copiesOnly: false, changedBefore: nil, skipsOpenFiles: false)
-        var removed = folder.mtime < staleBefore ? try cloud.removeTemporaryFiles(in: root, cleanup) : 0
+        var removed = WallInstant(mtime: folder.mtime) < staleBefore ? try cloud.removeTemporaryFiles(in: root, cleanup) : 0
         let own = cloudTemporaryDirectory
         for (path, metadata) in try cloud.scan(root, descend: { _ in false }).entries
-        where metadata.kind == .directory && path.parent == root && path != own && metadata.mtime < staleBefore {
+        where metadata.kind == .directory && path.parent == root && path != own && WallInstant(mtime: metadata.mtime) < staleBefore {
             removed += try cloud.removeTemporaryFiles(in: path, cleanup)
         }
         return removed

@@ -23,8 +23,8 @@ extension SyncEngine {
     /// it (it was there until then). Without a time, the newest. Nil when the file's
     /// content at that time is not among its versions (it is what is there now, or the file
     /// did not exist then).
-    static func version(_ versions: [VersionStore.Version], at time: Int64?) -> VersionStore.Version? {
-        let dated = versions.map { ($0, VersionStore.displacedTime(of: $0.location.name) ?? .max) }
+    static func version(_ versions: [VersionStore.Version], at time: WallInstant?) -> VersionStore.Version? {
+        let dated = versions.map { ($0, VersionStore.displacedTime(of: $0.location.name) ?? .distantFuture) }
         guard let time else { return dated.max { ($0.1, $0.0.id) < ($1.1, $1.0.id) }?.0 }
         return dated.filter { $0.1 > time }.min { ($0.1, $0.0.id) < ($1.1, $1.0.id) }?.0
     }
@@ -32,7 +32,7 @@ extension SyncEngine {
     /// What restoring `path` (a file, or a folder whose files are among the versions) as of
     /// `time` brings back, to `target` (default `path`). A file already holding that content
     /// is left out.
-    public func restorePlan(_ path: RelativePath, versionID: String?, at time: Int64?,
+    public func restorePlan(_ path: RelativePath, versionID: String?, at time: WallInstant?,
                             to target: RelativePath?) throws -> [RestorePlanItem] {
         let own = try versions(of: path)
         let destination = target ?? path

@@ -56,16 +56,16 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
         var transient: [RelativePath: FileState] = [:]
         /// Deletions held by the mass-delete guard.
         var heldDeletes: [Action] = []
-        /// Paths to look at again, and when (monotonic ns).
-        var retries: [RelativePath: Int64] = [:]
+        /// Paths to look at again, and when.
+        var retries: [RelativePath: MonotonicInstant] = [:]
         var retryCount: [RelativePath: Int] = [:]
-        /// When recent deletions were propagated (monotonic ns), per side: the mass-delete
+        /// When recent deletions were propagated, per side: the mass-delete
         /// guard counts them too, so an `rm` that arrives in several passes is still caught.
-        var recentDeletions: [Side: [Int64]] = [.local: [], .cloud: []]
-        /// When the running daemon next sweeps leftover temporaries (monotonic ns).
-        var nextTemporarySweep: Int64 = 0
-        /// This device's recent uploads to a content-checked cloud: the hash and when (wall ns).
-        var recentUploads: [RelativePath: (hash: ContentHash, at: Int64)] = [:]
+        var recentDeletions: [Side: [MonotonicInstant]] = [.local: [], .cloud: []]
+        /// When the running daemon next sweeps leftover temporaries.
+        var nextTemporarySweep = MonotonicInstant.origin
+        /// This device's recent uploads to a content-checked cloud: the hash and when.
+        var recentUploads: [RelativePath: (hash: ContentHash, at: WallInstant)] = [:]
     }
 
     public init(local: FS, cloud: FS, store: any RecordStore, records: [RelativePath: PathRecord],
@@ -435,12 +435,12 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
 
     // MARK: - Retries
 
-    func scheduleRetry(_ path: RelativePath, error: String, delay fixedDelay: Int64? = nil) {
+    func scheduleRetry(_ path: RelativePath, error: String, delay fixedDelay: Duration? = nil) {
         state.withLock { s in
             let attempt = s.retryCount[path, default: 0] + 1
             s.retryCount[path] = attempt
             // 1 s, 2 s, 4 s … up to 5 minutes.
-            let delay = fixedDelay ?? Int64(min(300, 1 << min(attempt - 1, 9))) * 1_000_000_000
+            let delay = fixedDelay ?? .seconds(min(300, 1 << min(attempt - 1, 9)))
             s.retries[path] = clock.monotonicNow + delay
         }
     }
@@ -452,7 +452,7 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
     }
 
     /// When the next retry is due, if any.
-    public var nextRetry: Int64? { state.withLock { $0.retries.values.min() } }
+    public var nextRetry: MonotonicInstant? { state.withLock { $0.retries.values.min() } }
 
     /// Paths whose retry is due now; they are removed from the schedule.
     public func dueRetries() -> Set<RelativePath> {

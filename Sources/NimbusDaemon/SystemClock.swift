@@ -7,8 +7,8 @@ import NimbusCore
 /// The real clock: a monotonic one for waiting, the wall clock for names and retention.
 public struct SystemClock: TimeSource {
     public init() {}
-    public var monotonicNow: Int64 { Int64(DispatchTime.now().uptimeNanoseconds) }
-    public var wallNow: Int64 { ProcessSupport.wallClockNanoseconds }
+    public var monotonicNow: MonotonicInstant { ProcessSupport.monotonicClock }
+    public var wallNow: WallInstant { ProcessSupport.wallClock }
 }
 
 /// A queue of messages for the engine thread, which sleeps until one arrives or a deadline
@@ -24,8 +24,8 @@ final class Inbox<Message: Sendable>: Sendable {
         arrived.signal()
     }
 
-    /// Waits until a message arrives or `deadline` (monotonic ns) passes; returns all queued.
-    func wait(until deadline: Int64?, clock: any TimeSource) -> [Message] {
+    /// Waits until a message arrives or `deadline` passes; returns all queued.
+    func wait(until deadline: MonotonicInstant?, clock: any TimeSource) -> [Message] {
         while true {
             let taken = messages.withLock { queued in
                 defer { queued = [] }
@@ -37,8 +37,8 @@ final class Inbox<Message: Sendable>: Sendable {
                 continue
             }
             let remaining = deadline - clock.monotonicNow
-            if remaining <= 0 { return [] }
-            if arrived.wait(timeout: .now() + .nanoseconds(Int(remaining))) == .timedOut {
+            if remaining <= .zero { return [] }
+            if arrived.wait(timeout: .now() + .nanoseconds(Int(remaining.nanosecondCount))) == .timedOut {
                 return messages.withLock { queued in
                     defer { queued = [] }
                     return queued

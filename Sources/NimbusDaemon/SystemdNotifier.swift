@@ -1,18 +1,19 @@
 import FoundationEssentials
 import NimbusSystem
+import NimbusVocabulary
 
 /// systemd's notification protocol, in our own code (DESIGN §8): datagrams to `$NOTIFY_SOCKET`.
 /// Without that variable (not started by systemd) every call does nothing.
 public final class SystemdNotifier: Sendable {
     let path: String?
     let socket: UnixDatagramSocket?
-    /// Half of `$WATCHDOG_USEC` in ns, when systemd wants keep-alive pings.
-    public let watchdogInterval: Int64?
+    /// Half of `$WATCHDOG_USEC`, when systemd wants keep-alive pings.
+    public let watchdogInterval: Duration?
 
     public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         path = environment["NOTIFY_SOCKET"].flatMap { $0.isEmpty ? nil : $0 }
         socket = path == nil ? nil : try? UnixDatagramSocket()
-        watchdogInterval = environment["WATCHDOG_USEC"].flatMap(Int64.init).map { $0 * 1000 / 2 }
+        watchdogInterval = environment["WATCHDOG_USEC"].flatMap(Int64.init).map { Duration.microseconds($0) / 2 }
     }
 
     public func notify(_ fields: String) {
@@ -36,8 +37,8 @@ public final class SystemdNotifier: Sendable {
     public func watchdog() { notify("WATCHDOG=1") }
     public func stopping() { notify("STOPPING=1") }
 
-    /// `RELOADING=1` must carry the monotonic time for `Type=notify-reload`.
-    public func reloading(monotonicMicroseconds: Int64) {
-        notify("RELOADING=1\nMONOTONIC_USEC=\(monotonicMicroseconds)")
+    /// `RELOADING=1` must carry the monotonic time, in microseconds, for `Type=notify-reload`.
+    public func reloading(at now: MonotonicInstant) {
+        notify("RELOADING=1\nMONOTONIC_USEC=\(now.nanoseconds / 1_000)")
     }
 }

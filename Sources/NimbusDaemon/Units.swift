@@ -1,4 +1,5 @@
 import NimbusCore
+import NimbusVocabulary
 /// Sizes and durations as people write them in the config file and on the command line.
 ///
 /// Sizes follow coreutils: `K`, `M`, `G`, `T`, `P` and `KiB`…`PiB` are powers of 1024;
@@ -13,9 +14,6 @@ public enum Units {
     public static let sizeExpectation = "a size such as 10G or 512M"
     public static let durationExpectation = "a duration such as 30d, 12h, 90s or 500ms"
 
-    static let second: Int64 = 1_000_000_000
-    static let day: Int64 = 86_400 * second
-
     /// Bytes, or nil if the text is not a size or does not fit in an Int64.
     public static func parseSize(_ text: String) -> Int64? {
         var scanner = Scanner(text)
@@ -26,8 +24,9 @@ public enum Units {
         return number.scaled(by: multiplier)
     }
 
-    /// Nanoseconds, or nil if the text is not a duration or does not fit in an Int64.
-    public static func parseDuration(_ text: String) -> Int64? {
+    /// The duration, or nil if the text is not one or is longer than Int64 nanoseconds hold
+    /// (292 years). The sum is taken in whole nanoseconds, so that `1.5h` is exact.
+    public static func parseDuration(_ text: String) -> Duration? {
         var scanner = Scanner(text)
         var total: Int64 = 0
         var components = 0
@@ -36,7 +35,7 @@ public enum Units {
             scanner.skipSpaces()
             let unit = scanner.letters()
             // A bare number means seconds, but only on its own: `1h30` is a typo, not 1h30s.
-            guard let multiplier = unit.isEmpty ? (components == 0 && scanner.isAtEnd ? second : nil)
+            guard let multiplier = unit.isEmpty ? (components == 0 && scanner.isAtEnd ? secondNanoseconds : nil)
                                                 : durationMultipliers[unit],
                   let value = number.scaled(by: multiplier) else { return nil }
             let (sum, overflow) = total.addingReportingOverflow(value)
@@ -45,7 +44,7 @@ public enum Units {
             components += 1
             scanner.skipSpaces()
         }
-        return components == 0 ? nil : total
+        return components == 0 ? nil : .nanoseconds(total)
     }
 
     /// The largest binary unit that divides the size exactly: 1073741824 → `1G`,
@@ -59,12 +58,13 @@ public enum Units {
     }
 
     /// The largest unit that divides the duration exactly: `30d`, `1h`, `90s`, `500ms`.
-    public static func formatDuration(_ nanoseconds: Int64) -> String {
+    public static func formatDuration(_ interval: Duration) -> String {
+        let nanoseconds = interval.nanosecondCount
         if nanoseconds == 0 { return "0s" }
-        for (suffix, multiplier) in [("d", day), ("h", 3_600 * second), ("m", 60 * second), ("s", second),
-                                     ("ms", 1_000_000), ("us", 1_000)]
-        where nanoseconds % multiplier == 0 {
-            return "\(nanoseconds / multiplier)\(suffix)"
+        for (suffix, unit) in [("d", Duration.days(1)), ("h", .hours(1)), ("m", .minutes(1)), ("s", .seconds(1)),
+                               ("ms", .milliseconds(1)), ("us", .microseconds(1))]
+        where nanoseconds % unit.nanosecondCount == 0 {
+            return "\(nanoseconds / unit.nanosecondCount)\(suffix)"
         }
         return "\(nanoseconds)ns"
     }
@@ -81,20 +81,24 @@ public enum Units {
         return table
     }()
 
+    /// What a bare number counts.
+    static let secondNanoseconds = Duration.seconds(1).nanosecondCount
+
+    /// Each unit's name and its length in nanoseconds, the unit the grammar sums in.
     static let durationMultipliers: [String: Int64] = {
         var table: [String: Int64] = [:]
-        let units: [([String], Int64)] = [
-            (["ns", "nsec"], 1),
-            (["us", "usec"], 1_000),
-            (["ms", "msec"], 1_000_000),
-            (["s", "sec", "secs", "second", "seconds"], second),
-            (["m", "min", "mins", "minute", "minutes"], 60 * second),
-            (["h", "hr", "hrs", "hour", "hours"], 3_600 * second),
-            (["d", "day", "days"], day),
-            (["w", "week", "weeks"], 7 * day),
-            (["y", "year", "years"], 365 * day),
+        let units: [([String], Duration)] = [
+            (["ns", "nsec"], .nanoseconds(1)),
+            (["us", "usec"], .microseconds(1)),
+            (["ms", "msec"], .milliseconds(1)),
+            (["s", "sec", "secs", "second", "seconds"], .seconds(1)),
+            (["m", "min", "mins", "minute", "minutes"], .minutes(1)),
+            (["h", "hr", "hrs", "hour", "hours"], .hours(1)),
+            (["d", "day", "days"], .days(1)),
+            (["w", "week", "weeks"], .days(7)),
+            (["y", "year", "years"], .days(365)),
         ]
-        for (names, multiplier) in units { for name in names { table[name] = multiplier } }
+        for (names, length) in units { for name in names { table[name] = length.nanosecondCount } }
         return table
     }()
 }

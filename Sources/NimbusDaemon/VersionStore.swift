@@ -18,9 +18,9 @@ public struct VersionStore: Sendable {
     let device: String
 
     /// A fresh place for the version of `path` displaced at `wallTime`.
-    func location(for path: RelativePath, at wallTime: Int64, attempt: Int = 1) -> RelativePath {
+    func location(for path: RelativePath, at wallTime: WallInstant, attempt: Int = 1) -> RelativePath {
         let namer = ConflictNamer(device: device, wallTime: wallTime)
-        let stamp = namer.timestamp.replacingSpaces() + "." + String(wallTime % 1_000_000_000)
+        let stamp = namer.timestamp.replacingSpaces() + "." + String(wallTime.nanosecondsIntoSecond)
         let counter = attempt > 1 ? "-\(attempt)" : ""
         let name = Array("\(stamp)-\(namer.safeDevice)\(counter)\(Self.suffix)".utf8)
         return try! RootMarkers.versions.appending(path).appending(name: name)
@@ -62,7 +62,7 @@ public struct VersionStore: Sendable {
     /// Deletes the versions `policy` gives up (its staggered schedule, then its size limit),
     /// and the folders that leaves empty. Age is judged by the UTC stamp in the version's
     /// name (when it was displaced), not by its mtime, which is the original file's.
-    func prune<FS: FileSystem>(in cloud: FS, now: Int64, policy: VersionRetention) throws -> PruneOutcome {
+    func prune<FS: FileSystem>(in cloud: FS, now: WallInstant, policy: VersionRetention) throws -> PruneOutcome {
         let kept = try all(in: cloud)
         var byKey: [String: RelativePath] = [:]
         let candidates = kept.map { item -> VersionRetention.Candidate in
@@ -97,18 +97,16 @@ public struct VersionStore: Sendable {
     }
 
     /// Parses the `YYYY-MM-DD_HHMMSS.nnn` stamp at the start of a version's name.
-    static func displacedTime(of name: [UInt8]) -> Int64? {
+    static func displacedTime(of name: [UInt8]) -> WallInstant? {
         let text = displayString(name)
         guard text.hasSuffix(suffix), text.count > 17 else { return nil }
-        let digits = text.prefix(17).filter(\.isNumber)
-        guard digits.count == 14, let value = Int64(digits) else { return nil }
-        let (year, rest1) = value.quotientAndRemainder(dividingBy: 10_000_000_000)
-        let (month, rest2) = rest1.quotientAndRemainder(dividingBy: 100_000_000)
-        let (day, rest3) = rest2.quotientAndRemainder(dividingBy: 1_000_000)
-        let (hour, rest4) = rest3.quotientAndRemainder(dividingBy: 10_000)
-        let (minute, second) = rest4.quotientAndRemainder(dividingBy: 100)
-        let days = daysSinceEpoch(year: year, month: month, day: day)
-        return ((days * 24 + hour) * 60 + minute) * 60_000_000_000 + second * 1_000_000_000
+        let digits = Array(text.prefix(17).filter(\.isNumber))
+        guard digits.count == 14 else { return nil }
+        // YYYY MM DD HH MM SS
+        let fields = [0..<4, 4..<6, 6..<8, 8..<10, 10..<12, 12..<14].compactMap { Int64(String(digits[$0])) }
+        guard fields.count == 6 else { return nil }
+        let days = daysSinceEpoch(year: fields[0], month: fields[1], day: fields[2])
+        return .origin + .days(days) + .hours(fields[3]) + .minutes(fields[4]) + .seconds(fields[5])
     }
 }
 

@@ -97,7 +97,7 @@ extension MemoryFileSystem {
                 let inode = tree.inode(entry.number)
                 return entry.path.parent == directory && inode.kind != .directory
                     && (cleanup.copiesOnly ? TemporaryName.isCopyTemporary(entry.path.name) : TemporaryName.isTemporary(entry.path.name))
-                    && cleanup.changedBefore.map { inode.mtime < $0 } ?? true
+                    && cleanup.changedBefore.map { WallInstant(mtime: inode.mtime) < $0 } ?? true
             }
             for leftover in leftovers { try tree.removeFile(leftover.path) }
             return leftovers.count

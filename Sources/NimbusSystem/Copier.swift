@@ -37,7 +37,7 @@ struct Copier {
             // A file written moments ago and still open for writing is mid-rewrite (say,
             // truncated and not yet filled again): wait for the writer to close it. A file
             // quiet for a while is copied even if a process keeps it open (a log).
-            if input.isRecentlyWritten(found, within: 2_000_000_000) && input.isOpenForWritingElsewhere() {
+            if input.isRecentlyWritten(found, within: .seconds(2)) && input.isOpenForWritingElsewhere() {
                 throw CopyError.sourceChanged(source)
             }
 

@@ -64,8 +64,7 @@ extension DiskFileSystem {
         }
         guard status.st_mode & S_IFMT != S_IFDIR else { return false }
         if let limit = cleanup.changedBefore {
-            let changed = max(Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec),
-                              Int64(status.st_ctim.tv_sec) * 1_000_000_000 + Int64(status.st_ctim.tv_nsec))
+            let changed = WallInstant(mtime: max(status.st_mtim.nanoseconds, status.st_ctim.nanoseconds))
             guard changed < limit else { return false }
         }
         if cleanup.skipsOpenFiles && status.st_mode & S_IFMT == S_IFREG

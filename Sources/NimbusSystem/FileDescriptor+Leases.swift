@@ -50,8 +50,8 @@ extension FileDescriptor {
         }
     }
 
-    /// The file's content changed less than `window` ns ago (by the wall clock).
-    func isRecentlyWritten(_ metadata: FileMetadata, within window: Int64) -> Bool {
-        ProcessSupport.wallClockNanoseconds - metadata.mtime < window
+    /// The file's content changed less than `window` ago (by the wall clock).
+    func isRecentlyWritten(_ metadata: FileMetadata, within window: Duration) -> Bool {
+        ProcessSupport.wallClock - WallInstant(mtime: metadata.mtime) < window
     }
 }

@@ -11,13 +11,17 @@ extension FileMetadata {
         default: .special
         }
         self.init(kind: kind, size: Int64(st.st_size),
-                  mtime: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec),
+                  mtime: st.st_mtim.nanoseconds,
                   mode: UInt32(st.st_mode & 0o7777), inode: UInt64(st.st_ino), device: UInt64(st.st_dev),
                   symlinkTarget: symlinkTarget)
     }
 }
 
+// The kernel's times (timespec) meet the engine's nanosecond counts here and only here.
 extension timespec {
+    /// Nanoseconds since the clock's origin (the epoch for file times).
+    var nanoseconds: Int64 { Int64(tv_sec) * 1_000_000_000 + Int64(tv_nsec) }
+
     init(nanoseconds: Int64) {
         self.init(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
     }

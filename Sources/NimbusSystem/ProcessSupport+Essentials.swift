@@ -1,5 +1,6 @@
 import CNimbus
 import Glibc
+import NimbusVocabulary
 
 // What nimbusctl and NimbusClient need of the system that would otherwise come from all of
 // Foundation (FileHandle, TimeZone, Thread, FileManager attributes), which costs a
@@ -55,11 +56,16 @@ extension ProcessSupport {
     /// The corresponding C function is `pthread_self`.
     public static var currentThreadIdentity: UInt { UInt(pthread_self()) }
 
-    /// The wall clock in nanoseconds since 1970. The corresponding C function is `clock_gettime`.
-    public static var wallClockNanoseconds: Int64 {
+    /// Now on the wall clock. The corresponding C function is `clock_gettime`.
+    public static var wallClock: WallInstant { WallInstant(nanoseconds: clockNanoseconds(CLOCK_REALTIME)) }
+
+    /// Now on the monotonic clock. The corresponding C function is `clock_gettime`.
+    public static var monotonicClock: MonotonicInstant { MonotonicInstant(nanoseconds: clockNanoseconds(CLOCK_MONOTONIC)) }
+
+    private static func clockNanoseconds(_ clock: clockid_t) -> Int64 {
         var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+        clock_gettime(clock, &now)
+        return now.nanoseconds
     }
 
     /// The soft limit of open descriptors (RLIMIT_NOFILE), at most 65 536: the highest
@@ -73,8 +79,8 @@ extension ProcessSupport {
 
     /// Sleeps for `milliseconds` on this thread (a back-off after an unexpected failure, never
     /// a wait for an event). The corresponding C function is `nanosleep`.
-    public static func pause(milliseconds: Int) {
-        Sys.sleep(timespec(tv_sec: milliseconds / 1000, tv_nsec: (milliseconds % 1000) * 1_000_000))
+    public static func pause(for interval: Duration) {
+        Sys.sleep(timespec(nanoseconds: max(0, interval.nanosecondCount)))
     }
 
     /// Whether `path` itself (a symlink is not followed, so it is not a directory) is a

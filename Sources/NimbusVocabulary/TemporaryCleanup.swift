@@ -4,15 +4,15 @@ public struct TemporaryCleanup: Sendable, Hashable {
     /// Only a copy's temporary file, recognised by its exact name (`TemporaryName.isCopyTemporary`),
     /// rather than any `.nimbus-tmp-` name (an application's coordinated write is one too).
     public var copiesOnly: Bool
-    /// Only files whose last change (the later of mtime and ctime, wall-clock ns) is before
+    /// Only files whose last change (the later of mtime and ctime) is before
     /// this; nil: whatever their age. A copy sets its temporary's mtime to the source's, so
     /// the ctime, moved by that very change, tells when the file was last written.
-    public var changedBefore: Int64?
+    public var changedBefore: WallInstant?
     /// Leave a file that some program has open (a write lease is refused, or where leases
     /// cannot be asked, `/proc/*/fd` shows a writer).
     public var skipsOpenFiles: Bool
 
-    public init(copiesOnly: Bool, changedBefore: Int64?, skipsOpenFiles: Bool) {
+    public init(copiesOnly: Bool, changedBefore: WallInstant?, skipsOpenFiles: Bool) {
         self.copiesOnly = copiesOnly
         self.changedBefore = changedBefore
         self.skipsOpenFiles = skipsOpenFiles

@@ -32,7 +32,7 @@ struct JournalFigures {
         cloud.inode = UInt64(48_000_000 + index)
         cloud.device = 2065
         let hash = ContentHash(value: UInt64(truncatingIfNeeded: i) &* 0x9E37_79B9_7F4A_7C15, size: local.size)
-        return PathRecord(base: BaseEntry(local: local, cloud: cloud, hash: hash), lastOpened: 1_731_000_000_000_000_000 + i)
+        return PathRecord(base: BaseEntry(local: local, cloud: cloud, hash: hash), lastOpened: WallInstant(nanoseconds: 1_731_000_000_000_000_000 + i))
     }
 
     private func entries() -> [(RelativePath, PathRecord)] {

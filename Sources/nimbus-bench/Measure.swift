@@ -2,10 +2,11 @@ import Dispatch
 import Foundation
 import NimbusDaemon
 
-/// Monotonic time for every measurement (the daemon's own clock: `DispatchTime` underneath).
+/// Monotonic time for every measurement (the daemon's own clock, CLOCK_MONOTONIC), as a count
+/// of nanoseconds: the bench's own arithmetic on samples.
 enum Monotonic {
     private static let clock = SystemClock()
-    static var now: Int64 { clock.monotonicNow }
+    static var now: Int64 { clock.monotonicNow.nanoseconds }
 
     /// Seconds taken by `body`.
     static func seconds(_ body: () throws -> Void) rethrows -> Double {

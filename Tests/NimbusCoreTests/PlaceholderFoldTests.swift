@@ -21,7 +21,7 @@ struct RecordsModel: PlaceholderRecords {
 /// The fold alone: what it recognises, what it leaves out of a pass, which repairs it plans
 /// (DESIGN §5). The engine tests run the same decisions through the executor.
 @Suite struct PlaceholderFoldTests {
-    let namer = ConflictNamer(device: "test", wallTime: 1_700_000_000_000_000_000)
+    let namer = ConflictNamer(device: "test", wallTime: WallInstant(nanoseconds: 1_700_000_000_000_000_000))
     let cloudFile = meta(size: 14, inode: 3, device: 2)
 
     /// `data`, tracked as a placeholder, and its placeholder file.

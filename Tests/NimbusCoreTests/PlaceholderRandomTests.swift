@@ -62,7 +62,7 @@ struct PlaceholderModel {
     var clock: Int64 = 1_000
     /// Passes, for conflict names: as in the engine, a later pass names with a later time.
     var passes: Int64 = 0
-    var namer: ConflictNamer { ConflictNamer(device: "model", wallTime: 1_700_000_000_000_000_000 + passes * 1_000_000_000) }
+    var namer: ConflictNamer { ConflictNamer(device: "model", wallTime: WallInstant(nanoseconds: 1_700_000_000_000_000_000) + .seconds(passes)) }
 
     static let names = ["a", "b", "c.txt", "a.nimbus"]
 

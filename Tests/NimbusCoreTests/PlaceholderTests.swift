@@ -95,7 +95,7 @@ private func file(size: Int64, inode: UInt64 = 1) -> FileMetadata {
         var warnings = 0
         // 1 000 opens within one second.
         for i in 0..<1_000 {
-            switch limiter.admit(now: Int64(i) * 1_000_000) {
+            switch limiter.admit(now: .origin + .milliseconds(i)) {
             case .allowed: allowed += 1
             case .refused(let first): if first { warnings += 1 }
             }
@@ -107,14 +107,14 @@ private func file(size: Int64, inode: UInt64 = 1) -> FileMetadata {
 
     @Test func theBucketRefillsAndANewStormWarnsAgain() {
         var limiter = RateLimiter(limit: 2)
-        #expect(limiter.admit(now: 0) == .allowed)
-        #expect(limiter.admit(now: 0) == .allowed)
-        #expect(limiter.admit(now: 0) == .refused(firstOfStorm: true))
-        #expect(limiter.admit(now: 1) == .refused(firstOfStorm: false))
-        #expect(limiter.admit(now: 30_000_000_000) == .allowed, "half a minute brings one download back")
-        #expect(limiter.admit(now: 120_000_000_000) == .allowed)
-        #expect(limiter.admit(now: 120_000_000_000) == .allowed)
-        #expect(limiter.admit(now: 120_000_000_000) == .refused(firstOfStorm: true), "the bucket was full again: a new storm")
+        #expect(limiter.admit(now: .origin) == .allowed)
+        #expect(limiter.admit(now: .origin) == .allowed)
+        #expect(limiter.admit(now: .origin) == .refused(firstOfStorm: true))
+        #expect(limiter.admit(now: .origin + .nanoseconds(1)) == .refused(firstOfStorm: false))
+        #expect(limiter.admit(now: .origin + .seconds(30)) == .allowed, "half a minute brings one download back")
+        #expect(limiter.admit(now: .origin + .seconds(120)) == .allowed)
+        #expect(limiter.admit(now: .origin + .seconds(120)) == .allowed)
+        #expect(limiter.admit(now: .origin + .seconds(120)) == .refused(firstOfStorm: true), "the bucket was full again: a new storm")
     }
 }
 

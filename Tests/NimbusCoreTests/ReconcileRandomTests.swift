@@ -84,7 +84,7 @@ struct ScenarioGenerator {
 }
 
 @Suite struct ReconcileRandomTests {
-    static let namer = ConflictNamer(device: "test", wallTime: 1_700_000_000_000_000_000)
+    static let namer = ConflictNamer(device: "test", wallTime: WallInstant(nanoseconds: 1_700_000_000_000_000_000))
 
     /// Reconciles with hashes supplied on demand, as the engine does.
     static func plan(_ base: [RelativePath: BaseEntry], _ local: Tree, _ cloud: Tree) -> Plan {

@@ -172,7 +172,7 @@ extension Tree {
     }
 
     @Test func conflictNamesAvoidTakenNames() {
-        let namer = ConflictNamer(device: "lap/top", wallTime: 0)
+        let namer = ConflictNamer(device: "lap/top", wallTime: .origin)
         let name = namer.name(for: p("dir/.bashrc")) { $0 == p("dir/.bashrc (conflict from lap-top 1970-01-01 000000)") }
         #expect(name == p("dir/.bashrc (conflict from lap-top 1970-01-01 000000 2)"))
     }

@@ -42,7 +42,7 @@ import NimbusSystem
         let pair = sharedPair()
         try pair.local.write(rp("y.txt"), "v1\n")
         pair.sync()
-        let kept = VersionStore(device: "phone").location(for: rp("y.txt"), at: pair.clock.now)
+        let kept = VersionStore(device: "phone").location(for: rp("y.txt"), at: pair.clock.wallNow)
         try pair.engine.makeDirectories(kept.parent, in: pair.cloud)
         try pair.cloud.rename(rp("y.txt"), to: kept, replacing: false)
         try pair.cloud.write(rp("y.txt"), "v1\nv2\n")

@@ -98,8 +98,8 @@ private let everyKey = """
         #expect(c.mode == .mirror && c.logLevel == .info && c.cloudWatch == .inotify)
         #expect(c.hydrateOnOpen && c.openRateLimit == 30 && c.notifications)
         #expect(c.cacheLimit == nil && c.evictAfter == nil && c.minFreeSpace == 1 << 30)
-        #expect(c.maxDeletePercent == 50 && c.versionRetention == 30 * 86_400 * 1_000_000_000)
-        #expect(c.pollInterval == 30_000_000_000 && c.rescanInterval == 3_600_000_000_000 && c.quietPeriod == 2_000_000_000)
+        #expect(c.maxDeletePercent == 50 && c.versionRetention == .seconds(30 * 86_400))
+        #expect(c.pollInterval == .seconds(30) && c.rescanInterval == .seconds(3_600) && c.quietPeriod == .seconds(2))
     }
 
     @Test func everyKeyParses() throws {
@@ -108,12 +108,12 @@ private let everyKey = """
         #expect(c.localRoot == "/home/u/Documents/Sync" && c.cloudRoot == "/mnt/nas/nimbus")
         #expect(!c.localRootIsDefault && !c.cloudRootIsDefault && !c.usesEmbeddedDefaults)
         #expect(c.mode == .onDemand && !c.hydrateOnOpen && c.openRateLimit == 12)
-        #expect(c.placeholderStyle == .realName && c.fillTimeout == 90 * 1_000_000_000)
+        #expect(c.placeholderStyle == .realName && c.fillTimeout == .seconds(90))
         #expect(c.refusedPrograms == ["updatedb", "my-indexer"])
-        #expect(c.cacheLimit == 1_610_612_736 && c.evictAfter == 30 * 86_400 * 1_000_000_000 && c.minFreeSpace == 512 << 20)
-        #expect(c.maxDeletePercent == 20 && c.versionRetention == 12 * 3_600 * 1_000_000_000)
-        #expect(c.cloudWatch == .poll && c.pollInterval == 90_000_000_000 && c.rescanInterval == 5_400_000_000_000)
-        #expect(c.quietPeriod == 500_000_000 && c.deviceName == "Work Laptop" && c.logLevel == .debug)
+        #expect(c.cacheLimit == 1_610_612_736 && c.evictAfter == .seconds(30 * 86_400) && c.minFreeSpace == 512 << 20)
+        #expect(c.maxDeletePercent == 20 && c.versionRetention == .seconds(12 * 3_600))
+        #expect(c.cloudWatch == .poll && c.pollInterval == .seconds(90) && c.rescanInterval == .seconds(5_400))
+        #expect(c.quietPeriod == .milliseconds(500) && c.deviceName == "Work Laptop" && c.logLevel == .debug)
         #expect(!c.notifications)
     }
 
@@ -428,17 +428,17 @@ extension ConfigurationTests {
             #expect(Units.parseSize(text) == nil)
         }
 
-        static let s: Int64 = 1_000_000_000
-
-        static let durationTable: [(String, Int64)] = [
-            ("30d", 30 * 86_400 * s), ("12h", 12 * 3_600 * s), ("90s", 90 * s), ("500ms", 500_000_000), ("250us", 250_000),
-            ("5ns", 5), ("10min", 600 * s), ("10m", 600 * s), ("2w", 14 * 86_400 * s), ("1y", 365 * 86_400 * s),
-            ("1h30m", 5_400 * s), ("1h 30m", 5_400 * s), ("1.5h", 5_400 * s), ("90", 90 * s), ("0", 0), ("2 days", 2 * 86_400 * s),
+        static let durationTable: [(String, Duration)] = [
+            ("30d", .seconds(30 * 86_400)), ("12h", .seconds(12 * 3_600)), ("90s", .seconds(90)), ("500ms", .milliseconds(500)),
+            ("250us", .microseconds(250)), ("5ns", .nanoseconds(5)), ("10min", .seconds(600)), ("10m", .seconds(600)),
+            ("2w", .seconds(14 * 86_400)), ("1y", .seconds(365 * 86_400)), ("1h30m", .seconds(5_400)), ("1h 30m", .seconds(5_400)),
+            ("1.5h", .seconds(5_400)), ("90", .seconds(90)), ("0", .zero), ("2 days", .seconds(2 * 86_400)),
+            ("1.0000000005s", .nanoseconds(1_000_000_000)),
         ]
 
         @Test(arguments: durationTable)
-        func durations(text: String, nanoseconds: Int64) {
-            #expect(Units.parseDuration(text) == nanoseconds)
+        func durations(text: String, duration: Duration) {
+            #expect(Units.parseDuration(text) == duration)
         }
 
         @Test(arguments: ["", "d", "30D", "6M", "1h30", "ten", "-1s", "1s s", "1fortnight", "300y", "1.5.2s"])
@@ -449,8 +449,9 @@ extension ConfigurationTests {
         @Test func formatting() {
             #expect([0, 1000, 1536, 2048, 512 << 20, 1 << 30, 3 << 40].map(Units.formatSize)
                 == ["0", "1000", "1536", "2K", "512M", "1G", "3T"])
-            #expect([0, 1, 500_000_000, 90 * Self.s, 5_400 * Self.s, 2 * 3_600 * Self.s, 30 * 86_400 * Self.s].map(Units.formatDuration)
-                == ["0s", "1ns", "500ms", "90s", "90m", "2h", "30d"])
+            let durations: [Duration] = [.zero, .nanoseconds(1), .milliseconds(500), .seconds(90), .seconds(5_400), .seconds(7_200),
+                                         .seconds(30 * 86_400)]
+            #expect(durations.map(Units.formatDuration) == ["0s", "1ns", "500ms", "90s", "90m", "2h", "30d"])
         }
 
         @Test func spellingSuggestions() {

@@ -56,7 +56,7 @@ final class FakeControlContext: ControlContext, @unchecked Sendable {
     func localMetadata(of path: RelativePath) throws -> FileMetadata? { nil }
     func versions(of path: RelativePath) throws -> [VersionStore.Version] { [] }
     func allVersions(under folder: RelativePath) throws -> [(file: RelativePath, version: VersionStore.Version)] { [] }
-    func restorePlan(_ path: RelativePath, versionID: String?, at time: Int64?, to target: RelativePath?) throws -> [RestorePlanItem] { [] }
+    func restorePlan(_ path: RelativePath, versionID: String?, at time: WallInstant?, to target: RelativePath?) throws -> [RestorePlanItem] { [] }
     func sync(_ paths: Set<RelativePath>?) { note("sync") }
     func resolve(_ path: RelativePath, keep choice: ConflictChoice) throws { note("resolve \(path)") }
     func restore(_ items: [RestorePlanItem]) throws {}
@@ -74,7 +74,7 @@ final class FakeControlContext: ControlContext, @unchecked Sendable {
     static func serve(_ pair: FakeControlContext) throws -> (ControlServer, SocketClient) {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-handler-\(UUID().uuidString)").path
         let socket = directory + "/s.sock"
-        let setup = ControlSetup(pair: pair, instance: "test", localRoot: "/L", cloudRoot: "/C", startedAtNs: 0)
+        let setup = ControlSetup(pair: pair, instance: "test", localRoot: "/L", cloudRoot: "/C", startedAt: .origin)
         let server = try ControlServer(socketPath: socket, setup: setup, log: .silent)
         server.start()
         return (server, try SocketClient(socket))

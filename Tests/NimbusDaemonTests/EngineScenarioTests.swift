@@ -28,7 +28,7 @@ struct Pair {
     }
 
     func sync() {
-        clock.advance(by: 1_000_000_000)
+        clock.advance(by: .seconds(1))
         engine.sync(nil)
     }
 }
@@ -151,7 +151,7 @@ struct Pair {
         #expect(pair.engine.entry(rp("big"))?.state.message?.contains("disk is full") == true)
         #expect(pair.cloud.snapshot()[rp("big")] == nil, "no partial file")
         pair.cloud.capacity = 1 << 20
-        pair.clock.advance(by: 5_000_000_000)
+        pair.clock.advance(by: .seconds(5))
         pair.engine.sync(pair.engine.dueRetries())
         #expect(pair.cloud.snapshot()[rp("big")] != nil)
         #expect(pair.engine.entry(rp("big"))?.state == .downloaded)

@@ -119,7 +119,7 @@ struct SimulationRun {
                 }
             }
         } catch {}
-        clock.advance(by: 1_000_000)
+        clock.advance(by: .milliseconds(1))
     }
 
     /// A program opens `path` here: a real-name placeholder is filled, and the engine told.
@@ -233,7 +233,7 @@ struct SimulationRun {
             }
             localDisk.duringCopy = nil
             cloudDisk.duringCopy = nil
-            clock.advance(by: 10_000_000_000)
+            clock.advance(by: .seconds(10))
         }
         // Faults stop: the pair must settle.
         local.removeAllFaults()

@@ -46,7 +46,7 @@ import NimbusSystem
         // The next start, from the journal as committed, finishes the work; nothing is lost.
         let restarted = SyncEngine(local: pair.local, cloud: pair.cloud, store: pair.store, records: committed, clock: pair.clock,
                                    settings: engine.settings, log: .silent, rootNames: ("L", "C"))
-        pair.clock.advance(by: 1_000_000_000)
+        pair.clock.advance(by: .seconds(1))
         restarted.start()
         for i in 0..<Self.fileCount {
             #expect(pair.content(pair.local, Self.name(i)) == "content \(i)")

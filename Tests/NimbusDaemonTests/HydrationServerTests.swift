@@ -121,7 +121,7 @@ struct HydrationServerTests {
     /// fill goes on, and a later reader gets the whole file.
     @Test func aReaderWaitingLongerThanTheFillTimeoutGetsEIO() throws {
         let gate = DispatchSemaphore(value: 0)
-        try HydrationFixture.with(fillTimeout: 300_000_000, gate: gate) { fixture in
+        try HydrationFixture.with(fillTimeout: .milliseconds(300), gate: gate) { fixture in
             let content = randomContent(4096)
             let local = try fixture.placeholder("stalled", content: content)
             let first = try ShellCommand.run("cat \(local) > /dev/null")
@@ -186,7 +186,7 @@ final class HydrationFixture: Sendable {
         let progressSeen = Mutex(0)
     }
 
-    private init(scratch: String, rateLimit: Int, slowFill: Bool, localImageMegabytes: Int?, fillTimeout: Int64?,
+    private init(scratch: String, rateLimit: Int, slowFill: Bool, localImageMegabytes: Int?, fillTimeout: Duration?,
                  gate: DispatchSemaphore?, minFreeSpace: Int64) throws {
         self.scratch = scratch
         mkdir(scratch + "/local", 0o755)
@@ -215,7 +215,7 @@ final class HydrationFixture: Sendable {
                                  completed: { outcome in recorder.outcomes.withLock { $0.append(outcome) } })
     }
 
-    static func with(rateLimit: Int = 1000, slowFill: Bool = false, localImageMegabytes: Int? = nil, fillTimeout: Int64? = nil,
+    static func with(rateLimit: Int = 1000, slowFill: Bool = false, localImageMegabytes: Int? = nil, fillTimeout: Duration? = nil,
                      gate: DispatchSemaphore? = nil, minFreeSpace: Int64 = 0, _ body: (HydrationFixture) throws -> Void) throws {
         let scratch = try ShellCommand.run("mktemp -d /var/tmp/nimbus-hydration-XXXXXX").output.trimmingCharacters(in: .whitespacesAndNewlines)
         defer {

@@ -144,13 +144,13 @@ import NimbusSystem
         for name in ["a", "b", "c"] { try pair.cloud.write(rp(name), Array(repeating: 1, count: 100)) }
         pair.engine.start()
         for name in ["a", "b", "c"] {
-            pair.clock.advance(by: 2_000_000_000)
+            pair.clock.advance(by: .seconds(2))
             _ = try pair.engine.download(rp(name), .explicit)
         }
         pair.engine.settings.cacheLimit = 1 << 20
         // Opened in the order c, a, b: c is the least recently used now.
         for name in ["c", "a", "b"] {
-            pair.clock.advance(by: 2_000_000_000)
+            pair.clock.advance(by: .seconds(2))
             pair.engine.noteOpened(rp(name))
         }
         pair.engine.settings.cacheLimit = 150

@@ -19,7 +19,7 @@ import NimbusSystem
         try pair.cloud.write(rp("data.nimbus"), Array("a file of the user's called data.nimbus\n".utf8))
         pair.engine.start()
         for _ in 0..<3 {
-            pair.clock.advance(by: 1_000_000_000)
+            pair.clock.advance(by: .seconds(1))
             pair.engine.sync([rp(event)])
         }
         pair.sync()

@@ -210,7 +210,7 @@ import NimbusSystem
         for name in ["a", "b"] { try f.pair.cloud.write(rp(name), Array(repeating: 1, count: 100)) }
         f.engine.start()
         for name in ["a", "b"] {
-            f.pair.clock.advance(by: 2_000_000_000)
+            f.pair.clock.advance(by: .seconds(2))
             f.open(name)
         }
         f.engine.settings.cacheLimit = 150

@@ -11,7 +11,7 @@ import NimbusSystem
     func check(_ local: MemoryFileSystem, _ cloud: MemoryFileSystem, firstPairing: Bool = true,
                probe: () -> Void = {}) -> RootMarkers.Check {
         RootMarkers.check(local: local, cloud: cloud, firstPairing: firstPairing, localRoot: "/l", cloudRoot: "/c",
-                          now: clock.now, beforeCreatingCloudMarker: probe)
+                          now: clock.wallNow, beforeCreatingCloudMarker: probe)
     }
 
     func filesystems() -> (MemoryFileSystem, MemoryFileSystem) {

@@ -86,7 +86,7 @@ final class MemoryRuntime {
     /// holds (the watcher threads post their events on their own time).
     func stepUntil(_ what: String, timeout: Duration = .seconds(20), _ condition: () -> Bool) throws {
         try Polling.wait(what, timeout: timeout) {
-            clock.advance(by: runtime.options.quietPeriod + 1)
+            clock.advance(by: runtime.options.quietPeriod + .nanoseconds(1))
             _ = runtime.step()
             return condition()
         }

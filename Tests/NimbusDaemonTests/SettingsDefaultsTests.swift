@@ -27,10 +27,10 @@ import Testing
         let configuration = try Launch(file: "[watch]\nquiet-period = 5s\n[placeholders]\nhydrate-on-open = off\n").configuration()
         let options = DaemonMain.runtimeOptions(configuration)
         var expected = PairSettings.defaults
-        expected.quietPeriod = 5 * Units.second
+        expected.quietPeriod = .seconds(5)
         expected.hydrateOnOpen = false
         #expect(options.engine.pair == expected)
-        #expect(options.quietPeriod == 5 * Units.second && options.hydration.rateLimit == 0)
+        #expect(options.quietPeriod == .seconds(5) && options.hydration.rateLimit == 0)
     }
 
     /// `Packaging/nimbus.conf.example` says it has "every key at its built-in default": with its

@@ -23,9 +23,7 @@ final class DiskPair {
         for folder in ["local", "cloud"] {
             try FileManager.default.createDirectory(atPath: "\(root)/\(folder)", withIntermediateDirectories: true)
         }
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        clock = ManualClock(start: Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec))
+        clock = ManualClock(start: ProcessSupport.wallClock)
         local = DiskFileSystem(root: SystemPath("\(root)/local"), protectsOpenWriters: true)
         cloud = DiskFileSystem(root: SystemPath("\(root)/cloud"), temporaryDirectory: RootMarkers.temporary(for: device))
         engine = SyncEngine(local: local, cloud: cloud, store: MemoryRecordStore(), records: [:], clock: clock,
@@ -51,7 +49,7 @@ struct SyncTestFailure: Error, CustomStringConvertible {
 }
 
 @Suite struct TemporarySweepTests {
-    static let minute: Int64 = 60_000_000_000
+    static let minute: Duration = .minutes(1)
 
     /// Before, a running daemon removed leftover temporaries only after one of its own local
     /// copies failed: one left by anything else stayed until the next start.
@@ -71,7 +69,7 @@ struct SyncTestFailure: Error, CustomStringConvertible {
         pair.engine.sync(nil)
         #expect(pair.exists(copy) && pair.exists(cloudCopy), "not due yet, and too young anyway")
 
-        pair.clock.advance(by: 15 * Self.minute)
+        pair.clock.advance(by: Self.minute * 15)
         pair.engine.sync(nil)
         #expect(!pair.exists(copy), "an old copy temporary in the local folder is swept")
         #expect(!pair.exists(cloudCopy), "an old temporary of this device's in the cloud is swept")
@@ -85,12 +83,12 @@ struct SyncTestFailure: Error, CustomStringConvertible {
     @Test func aYoungTemporaryIsLeftUntilItIsOld() throws {
         let pair = try DiskPair()
         pair.engine.start()
-        pair.clock.advance(by: 6 * Self.minute)
+        pair.clock.advance(by: Self.minute * 6)
         let copy = "local/.nimbus-tmp-0123456789abcdef"
         try pair.plant(copy)
         pair.engine.sync(nil)
         #expect(pair.exists(copy))
-        pair.clock.advance(by: 11 * Self.minute)
+        pair.clock.advance(by: Self.minute * 11)
         pair.engine.sync(nil)
         #expect(!pair.exists(copy))
     }
@@ -106,7 +104,7 @@ struct SyncTestFailure: Error, CustomStringConvertible {
         for path in [own, inFlight, abandoned, older] { try pair.plant(path) }
         // The tablet's daemon is long gone: its folder has not changed for 7 hours.
         try pair.cloud.setAttributes(RelativePath(validating: ".nimbus/tmp/tablet"), mode: nil,
-                                     mtime: pair.clock.now - 7 * 60 * Self.minute)
+                                     mtime: (pair.clock.wallNow - .hours(7)).nanoseconds)
 
         pair.engine.start()
         #expect(!pair.exists(own), "this device's own leftovers go at its start")

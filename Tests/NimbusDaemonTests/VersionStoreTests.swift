@@ -7,7 +7,7 @@ import NimbusSystem
 /// The versions store in a whole engine (issue #13): thinning by the schedule, the size
 /// limit, the count for `status`, and restoring a deleted folder as of a time.
 @Suite struct VersionStoreTests {
-    static let minute: Int64 = 60_000_000_000
+    static let minute: Duration = .minutes(1)
 
     @Test func appendsAreThinnedByTheScheduleAndCountedForStatus() throws {
         let pair = Pair()
@@ -15,7 +15,7 @@ import NimbusSystem
         pair.engine.start()
         var text = "0"
         for i in 1...20 {
-            pair.clock.advance(by: 2 * Self.minute)
+            pair.clock.advance(by: Self.minute * 2)
             text += "\(i % 10)"
             try pair.local.write(rp("log.txt"), Array(text.utf8))
             pair.sync()
@@ -24,7 +24,7 @@ import NimbusSystem
         #expect(pair.engine.status.versionsCount == 20, "each version is counted as it is kept")
         pair.engine.pruneVersions()
         #expect(try pair.engine.versions(of: rp("log.txt")).count == 20, "every version of the last hour stays")
-        pair.clock.advance(by: 3 * VersionRetention.hour)
+        pair.clock.advance(by: .hours(3))
         let outcome = pair.engine.pruneVersions()
         // 40 minutes of versions, 3 hours old: one an hour is kept, the newest.
         let kept = try pair.engine.versions(of: rp("log.txt"))
@@ -53,14 +53,14 @@ import NimbusSystem
         try pair.local.write(rp("docs/a.txt"), Array("a1".utf8))
         try pair.local.write(rp("docs/sub/b.txt"), Array("b1".utf8))
         pair.engine.start()
-        pair.clock.advance(by: 10 * Self.minute)
+        pair.clock.advance(by: Self.minute * 10)
         let beforeEdit = pair.clock.wallNow
-        pair.clock.advance(by: 10 * Self.minute)
+        pair.clock.advance(by: Self.minute * 10)
         try pair.local.write(rp("docs/a.txt"), Array("a2, longer".utf8))
         pair.sync()
-        pair.clock.advance(by: 10 * Self.minute)
+        pair.clock.advance(by: Self.minute * 10)
         let afterEdit = pair.clock.wallNow
-        pair.clock.advance(by: 10 * Self.minute)
+        pair.clock.advance(by: Self.minute * 10)
         for path in ["docs/sub/b.txt", "docs/a.txt"] { try pair.local.removeFile(rp(path)) }
         for path in ["docs/sub", "docs"] { try pair.local.removeDirectory(rp(path)) }
         pair.sync()

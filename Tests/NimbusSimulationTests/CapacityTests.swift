@@ -16,7 +16,7 @@ import Testing
         let fixture = Fixture(capacity: 10)
         try fixture.fs.write(path("file"), "12345678")
         let before = fixture.fs.snapshot()
-        fixture.clock.advance(by: 1)
+        fixture.clock.advance(by: .nanoseconds(1))
         expectErrno(.noSpace) { try fixture.fs.append(path("file"), bytes("abc")) }
         expectErrno(.noSpace) { try fixture.fs.write(path("other"), "abc") }
         expectErrno(.noSpace) { try fixture.fs.makeSymlink(path("link"), target: bytes("abc")) }

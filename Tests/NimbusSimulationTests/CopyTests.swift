@@ -47,7 +47,7 @@ import Testing
         let sides = Sides()
         try sides.local.write(path("file"), "old")
         let planned = try #require(try sides.local.metadata(of: path("file")))
-        sides.clock.advance(by: 1)
+        sides.clock.advance(by: .nanoseconds(1))
         try sides.local.write(path("file"), "new")
         expectCopyError(.sourceChanged(path("file"))) {
             _ = try sides.cloud.prepareCopy(of: path("file"), from: sides.local, expected: planned, durable: false) { _ in }
@@ -121,7 +121,7 @@ import Testing
         try sides.cloud.write(path("file"), "old")
         let planned = try #require(try sides.cloud.metadata(of: path("file")))
         let copy = try sides.prepare("file")
-        sides.clock.advance(by: 1)
+        sides.clock.advance(by: .nanoseconds(1))
         switch change {
         case "rewritten": try sides.cloud.write(path("file"), "older")
         case "touched": try sides.cloud.setAttributes(path("file"), mode: nil, mtime: planned.mtime + 1)

@@ -40,7 +40,7 @@ private let standardTree = ["file", "dir/", "dir/inner", "empty/", "link -> file
         let fixture = Fixture()
         try fixture.populate(standardTree)
         let before = fixture.fs.snapshot()
-        fixture.clock.advance(by: 1)
+        fixture.clock.advance(by: .nanoseconds(1))
         expectErrno(errorCase.errno) { try errorCase.run(fixture.fs) }
         #expect(fixture.fs.snapshot() == before)
     }
@@ -62,10 +62,10 @@ private let standardTree = ["file", "dir/", "dir/inner", "empty/", "link -> file
         let fixture = Fixture()
         try fixture.populate(["file", "link -> file"])
         let old = try #require(try fixture.fs.metadata(of: path("file")))
-        fixture.clock.advance(by: 5)
+        fixture.clock.advance(by: .nanoseconds(5))
         try fixture.fs.writeFile(path("file"), contents: bytes("new"), mode: 0o640)
         let new = try #require(try fixture.fs.metadata(of: path("file")))
-        #expect(new.inode != old.inode && new.mode == 0o640 && new.mtime == fixture.clock.now && new.size == 3)
+        #expect(new.inode != old.inode && new.mode == 0o640 && new.mtime == fixture.clock.wallNow.nanoseconds && new.size == 3)
         // A symlink in the way is replaced, not followed.
         try fixture.fs.writeFile(path("link"), contents: bytes("x"), mode: 0o644)
         #expect(try fixture.fs.metadata(of: path("link"))?.kind == .file)
@@ -76,10 +76,10 @@ private let standardTree = ["file", "dir/", "dir/inner", "empty/", "link -> file
         let fixture = Fixture()
         try fixture.fs.write(path("deep/dir/file"), "one")
         let inode = try #require(try fixture.fs.metadata(of: path("deep/dir/file"))).inode
-        fixture.clock.advance(by: 7)
+        fixture.clock.advance(by: .nanoseconds(7))
         try fixture.fs.append(path("deep/dir/file"), bytes("two"))
         let after = try #require(try fixture.fs.metadata(of: path("deep/dir/file")))
-        #expect(after.inode == inode && after.size == 6 && after.mtime == fixture.clock.now)
+        #expect(after.inode == inode && after.size == 6 && after.mtime == fixture.clock.wallNow.nanoseconds)
         #expect(try fixture.fs.readFile(path("deep/dir/file"), limit: 10) == bytes("onetwo"))
         try fixture.fs.removeRecursively(path("deep"))
         #expect(fixture.fs.snapshot().isEmpty)

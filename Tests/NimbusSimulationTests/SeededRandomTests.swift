@@ -1,6 +1,7 @@
 import Testing
 @testable import NimbusSimulation
 import NimbusTestSupport
+import NimbusVocabulary
 
 @Suite struct SeededRandomTests {
     @Test func aSeedFixesTheWholeSequence() {
@@ -53,18 +54,18 @@ import NimbusTestSupport
 
 @Suite struct ManualClockTests {
     @Test func timeMovesOnlyWhenAdvanced() {
-        let clock = ManualClock(start: 1_000)
+        let clock = ManualClock(start: WallInstant(nanoseconds: 1_000))
         let now = clock.timeSource
-        #expect(clock.now == 1_000 && now() == 1_000)
-        clock.advance(by: 250)
-        #expect(clock.now == 1_250 && now() == 1_250)
+        #expect(clock.wallNow.nanoseconds == 1_000 && now() == 1_000)
+        clock.advance(by: .nanoseconds(250))
+        #expect(clock.wallNow.nanoseconds == 1_250 && now() == 1_250)
     }
 
     @Test func aMemoryFileSystemStampsWithIt() throws {
-        let clock = ManualClock(start: 5_000)
+        let clock = ManualClock(start: WallInstant(nanoseconds: 5_000))
         let fs = MemoryFileSystem(time: clock.timeSource)
         try fs.write(path("a"), "x")
-        clock.advance(by: 1)
+        clock.advance(by: .nanoseconds(1))
         try fs.write(path("b"), "x")
         #expect(try fs.metadata(of: path("a"))?.mtime == 5_000)
         #expect(try fs.metadata(of: path("b"))?.mtime == 5_001)
