@@ -86,7 +86,9 @@ public enum Placeholder {
         String(decoding: name, as: UTF8.self).map { $0.isNewline ? " " : String($0) }.joined()
     }
 
-    /// `2026-11-21T16:22:37.123456789Z`.
+    /// `2026-11-21T16:22:37.123456789Z`: a file mtime (data, nanoseconds since the epoch) as
+    /// text. Kept as it is, digit for digit, so that placeholders already written still read
+    /// as placeholders (an mtime before 1970 shows its fraction past the wrong second).
     static func rfc3339(_ nanoseconds: Int64) -> String {
         let (seconds, fraction) = nanoseconds.quotientAndRemainder(dividingBy: 1_000_000_000)
         let (days, secondOfDay) = seconds.quotientAndRemainder(dividingBy: 86_400)

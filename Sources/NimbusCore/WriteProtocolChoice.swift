@@ -17,7 +17,7 @@ extension WriteProtocol {
         let create: Create = capabilities.renameNoReplace ? .renameNoReplace
             : capabilities.hardLinks ? .hardLink : .exclusiveOpen
         let replace: Replace = capabilities.renameExchange ? .exchange : .moveAside
-        let verifies = capabilities.isNetwork || capabilities.mtimePrecision > 1_000_000 || replace == .moveAside
+        let verifies = capabilities.isNetwork || capabilities.mtimePrecision > .milliseconds(1) || replace == .moveAside
         return WriteProtocol(replace: replace, create: create, verifiesContent: verifies)
     }
 }

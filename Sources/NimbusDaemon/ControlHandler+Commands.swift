@@ -155,7 +155,7 @@ extension ControlHandler {
                 throw RPCError(.invalidParams, "invalid parameters for acquire", reason: "timeoutSeconds: \(seconds) is not between 0 and one year",
                                suggestion: "give a number of seconds, 0 for no waiting, or leave it out to wait as long as needed")
             }
-            timeout = .nanoseconds(Int64(seconds * 1e9))
+            timeout = .seconds(seconds)
         }
         let replier = try later(request)
         let pair = self.pair

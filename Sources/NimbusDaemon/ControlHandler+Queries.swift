@@ -61,7 +61,7 @@ extension ControlHandler {
     static func describe(_ c: FilesystemCapabilities, _ p: WriteProtocol) -> CloudFilesystem {
         CloudFilesystem(type: c.type, network: c.isNetwork, renameNoReplace: c.renameNoReplace,
                         renameExchange: c.renameExchange, hardLinks: c.hardLinks, xattrs: c.extendedAttributes,
-                        mtimePrecisionNs: c.mtimePrecision, replace: p.replace.rawValue, create: p.create.rawValue,
+                        mtimePrecisionNs: c.mtimePrecision.nanosecondCount, replace: p.replace.rawValue, create: p.create.rawValue,
                         verifiesContent: p.verifiesContent)
     }
 

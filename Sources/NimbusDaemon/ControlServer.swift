@@ -106,7 +106,7 @@ public final class ControlServer: @unchecked Sendable {
         while !stopRequested.load(ordering: .acquiring) {
             var timeout: Int32 = -1
             if let until = acceptPausedUntil {
-                timeout = (until - SystemClock().monotonicNow).milliseconds(roundedUpTo: 1000)
+                timeout = (until - SystemClock().monotonicNow).pollMilliseconds(atMost: 1000)
             }
             let ready: [(FileDescriptor, PollEvents)]
             do {

@@ -43,13 +43,13 @@ struct DesktopAlertFilter {
     /// `nimbusctl` and the options that reach this daemon (`--instance work`).
     let controlCommand: [String]
 
-    static let gatherWindow: Int64 = 2_000_000_000
+    static let gatherWindow: Duration = .seconds(2)
 
     /// Paths told about in an error notification and not fine since.
     private(set) var erroredPaths: Set<RelativePath> = []
     private var conflicts: [(path: RelativePath, copy: RelativePath)] = []
     private var errors: [(path: RelativePath, message: String)] = []
-    private var gatheringSince: Int64?
+    private var gatheringSince: MonotonicInstant?
 
     init(localRoot: String, cloudRoot: String, controlCommand: [String]) {
         self.localRoot = localRoot
@@ -57,11 +57,11 @@ struct DesktopAlertFilter {
         self.controlCommand = controlCommand
     }
 
-    /// When `due` has something to give (monotonic ns), or nil.
-    var nextDeadline: Int64? { gatheringSince.map { $0 + Self.gatherWindow } }
+    /// When `due` has something to give, or nil.
+    var nextDeadline: MonotonicInstant? { gatheringSince.map { $0 + Self.gatherWindow } }
 
     /// The notifications `event` causes at once; conflicts and errors wait for `due`.
-    mutating func absorb(_ event: EngineEvent, now: Int64) -> [DesktopAlert] {
+    mutating func absorb(_ event: EngineEvent, now: MonotonicInstant) -> [DesktopAlert] {
         switch event {
         case .deletionsHeld(let side, let paths):
             return paths.isEmpty ? [] : [deletionsHeld(on: side, paths)]
@@ -90,7 +90,7 @@ struct DesktopAlertFilter {
     }
 
     /// The gathered conflicts and errors, once the window since the first has passed.
-    mutating func due(now: Int64) -> [DesktopAlert] {
+    mutating func due(now: MonotonicInstant) -> [DesktopAlert] {
         guard let deadline = nextDeadline, now >= deadline else { return [] }
         gatheringSince = nil
         var alerts: [DesktopAlert] = []

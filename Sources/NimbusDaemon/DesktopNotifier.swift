@@ -37,11 +37,11 @@ final class DesktopNotifier: @unchecked Sendable {
     private var connection: DBusConnection?
     private var capabilities: Set<String> = []
     private var shown: [UInt32: DesktopAlert] = [:]
-    private var retryAfter: UInt64 = 0
+    private var retryAfter = MonotonicInstant.origin
     private var failureLogged = false
 
     static let inboxLimit = 10_000
-    static let retryInterval: UInt64 = 60_000_000_000
+    static let retryInterval: Duration = .seconds(60)
 
     /// Nil, with the reason logged, when there is no session bus to talk to (a system service).
     static func start(environment: [String: String], enabled: Bool, filter: DesktopAlertFilter, log: Logger,
@@ -109,13 +109,13 @@ final class DesktopNotifier: @unchecked Sendable {
             var polls = PollSet()
             polls.set(wake.readEnd, .readable)
             if let connection { polls.set(connection.socket.descriptor, .readable) }
-            let now = DispatchTime.now().uptimeNanoseconds
-            let timeout = filter.nextDeadline.map { Int32(clamping: max(0, ($0 - Int64(now) + 999_999) / 1_000_000)) } ?? -1
+            let now = ProcessSupport.monotonicClock
+            let timeout = filter.nextDeadline.map { ($0 - now).pollMilliseconds() } ?? -1
             let ready = (try? polls.wait(timeoutMilliseconds: timeout)) ?? []
             wake.drain()
             let (events, dropped) = inbox.withLock { box in defer { box = ([], 0) }; return box }
             if dropped > 0 { log.debug("desktop notifications: \(dropped) engine events were dropped (the notifier fell behind)") }
-            let current = Int64(DispatchTime.now().uptimeNanoseconds)
+            let current = ProcessSupport.monotonicClock
             var alerts = outcomes.withLock { list in defer { list = [] }; return list }
             for event in events { alerts += filter.absorb(event, now: current) }
             alerts += filter.due(now: current)
@@ -154,7 +154,7 @@ final class DesktopNotifier: @unchecked Sendable {
     /// The connection, made now if needed (at most once a minute after a failure).
     private func connected() -> DBusConnection? {
         if let connection { return connection }
-        guard DispatchTime.now().uptimeNanoseconds >= retryAfter else { return nil }
+        guard ProcessSupport.monotonicClock >= retryAfter else { return nil }
         do {
             let connection = try DBusConnection.connect(socketPath: socketPath, uid: ProcessSupport.userID)
             capabilities = Set(try NotificationsClient.capabilities(on: connection))
@@ -173,7 +173,7 @@ final class DesktopNotifier: @unchecked Sendable {
         connection?.close()
         connection = nil
         shown = [:]
-        retryAfter = DispatchTime.now().uptimeNanoseconds + Self.retryInterval
+        retryAfter = ProcessSupport.monotonicClock + Self.retryInterval
         if !failureLogged, case DBusError.noBus(let why) = error {
             log.info("desktop notifications: \(why); the next notification tries again (at most once a minute)")
             failureLogged = true
@@ -189,7 +189,7 @@ final class DesktopNotifier: @unchecked Sendable {
     private func readSignals() {
         guard let connection else { return }
         do {
-            while let message = try connection.nextMessage(timeoutMilliseconds: 0) {
+            while let message = try connection.nextMessage(within: .zero) {
                 switch NotificationsClient.signal(in: message) {
                 case .actionInvoked(let id, let key)?:
                     guard let alert = shown[id] else { continue }

@@ -38,7 +38,7 @@ extension PairRuntime {
         do {
             watcher = try makeWatcher(side, SystemPath(root), options)
         } catch {
-            log.warning("cannot watch the \(side) folder \(root): \(error); it is scanned every \(self.options.pollInterval / 1_000_000_000) s instead")
+            log.warning("cannot watch the \(side) folder \(root): \(error); it is scanned every \(self.options.pollInterval.wholeSeconds) s instead")
             batcher.polledSides.insert(side)
             if batcher.nextPoll == nil { batcher.nextPoll = clock.monotonicNow + self.options.pollInterval }
             return false

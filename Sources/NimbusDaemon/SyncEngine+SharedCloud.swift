@@ -19,7 +19,7 @@ extension SyncEngine {
             log.warning("cannot probe what the cloud folder's filesystem supports (\(error)); it is written as a network filesystem")
             capabilities = FilesystemCapabilities(type: "unknown", renameNoReplace: false, renameExchange: false,
                                                   hardLinks: false, extendedAttributes: false,
-                                                  mtimePrecision: 1_000_000_000, isNetwork: true)
+                                                  mtimePrecision: .seconds(1), isNetwork: true)
         }
         let chosen = WriteProtocol.choose(for: capabilities)
         cloud.adopt(chosen)

@@ -77,7 +77,8 @@ public enum WirePathError: Error, Equatable, Sendable, CustomStringConvertible {
 /// `"mtime": "2025-01-31T09:15:02.123456789Z", "mtimeNs": 1738314902123456789`.
 public enum WireTime {
     public static func rfc3339(nanoseconds: Int64) -> String {
-        let (seconds, fraction) = floorDivide(nanoseconds, 1_000_000_000)
+        let instant = WallInstant(nanoseconds: nanoseconds)
+        let (seconds, fraction) = (instant.secondsSinceEpoch, instant.nanosecondsIntoSecond)
         let (days, secondOfDay) = floorDivide(seconds, 86_400)
         let (year, month, day) = civil(days)
         // Written digit by digit: listings format thousands of these.

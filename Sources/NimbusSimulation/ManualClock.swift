@@ -12,7 +12,7 @@ public final class ManualClock: TimeSource {
 
     /// Starts at `start`; the default is in November 2023, so that times look like real ones
     /// in logs.
-    public init(start: WallInstant = WallInstant(nanoseconds: 1_700_000_000_000_000_000)) {
+    public init(start: WallInstant = .origin + .seconds(1_700_000_000)) {
         current = Mutex(start)
     }
 

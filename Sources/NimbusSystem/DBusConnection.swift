@@ -1,4 +1,3 @@
-import Dispatch
 import NimbusVocabulary
 
 /// A small D-Bus client on a Unix socket: SASL EXTERNAL, `Hello`, method calls, signals.
@@ -9,7 +8,7 @@ public final class DBusConnection {
     /// The name the bus gave this connection (":1.42").
     public private(set) var uniqueName = ""
     /// How long one call, send or authentication step may take.
-    public var timeoutMilliseconds: Int32
+    public var timeout: Duration
     private var buffer: [UInt8] = []
     /// Messages that arrived while waiting for a reply: signals and calls, in order.
     private var pending: [DBusMessage] = []
@@ -22,21 +21,21 @@ public final class DBusConnection {
     public static let busName = "org.freedesktop.DBus"
     public static let busPath = "/org/freedesktop/DBus"
 
-    private init(socket: UnixStreamSocket, timeoutMilliseconds: Int32) {
+    private init(socket: UnixStreamSocket, timeout: Duration) {
         self.socket = socket
-        self.timeoutMilliseconds = timeoutMilliseconds
+        self.timeout = timeout
     }
 
     /// Connects to the bus at `socketPath` ("@name": abstract), authenticates as `uid` and
     /// says `Hello`.
-    public static func connect(socketPath: String, uid: UInt32, timeoutMilliseconds: Int32 = 2_000) throws -> DBusConnection {
+    public static func connect(socketPath: String, uid: UInt32, timeout: Duration = .seconds(2)) throws -> DBusConnection {
         let socket: UnixStreamSocket
         do {
             socket = try UnixStreamSocket.connectNonBlocking(to: socketPath)
         } catch {
             throw DBusError.noBus("cannot connect to \(socketPath): \(Errno(of: error).map { "\($0)" } ?? "\(error)")")
         }
-        let connection = DBusConnection(socket: socket, timeoutMilliseconds: timeoutMilliseconds)
+        let connection = DBusConnection(socket: socket, timeout: timeout)
         do {
             try connection.authenticate(uid: uid)
             let reply = try connection.call(.methodCall(destination: busName, path: busPath, interface: busName, member: "Hello"))
@@ -50,7 +49,7 @@ public final class DBusConnection {
 
     /// The SASL exchange: a NUL byte, `AUTH EXTERNAL <uid in hex>`, `OK <guid>`, `BEGIN`.
     private func authenticate(uid: UInt32) throws {
-        let deadline = deadline(after: timeoutMilliseconds)
+        let deadline = deadline(after: timeout)
         try write(Array("\u{0}AUTH EXTERNAL \(DBusAddress.externalAuthentication(uid: uid))\r\n".utf8), deadline: deadline)
         let answer = try readLine(deadline: deadline)
         guard answer.hasPrefix("OK ") else { throw DBusError.authenticationRejected(answer) }
@@ -63,7 +62,7 @@ public final class DBusConnection {
         var message = message
         message.serial = nextSerial
         nextSerial = nextSerial == UInt32.max ? 1 : nextSerial + 1
-        try write(message.encoded(), deadline: deadline(after: timeoutMilliseconds))
+        try write(message.encoded(), deadline: deadline(after: timeout))
         return message.serial
     }
 
@@ -71,7 +70,7 @@ public final class DBusConnection {
     /// Other messages that arrive meanwhile are kept for `nextMessage`.
     public func call(_ message: DBusMessage) throws -> DBusMessage {
         let serial = try send(message)
-        let deadline = deadline(after: timeoutMilliseconds)
+        let deadline = deadline(after: timeout)
         while true {
             guard let reply = try readMessage(deadline: deadline) else {
                 throw DBusError.timedOut("\(message.interface ?? "").\(message.member ?? "")")
@@ -88,10 +87,10 @@ public final class DBusConnection {
     }
 
     /// The next message that is not a reply to one of our calls: a signal, or a call to us.
-    /// Nil when none came within `timeoutMilliseconds` (0: only what is already here).
-    public func nextMessage(timeoutMilliseconds: Int32) throws -> DBusMessage? {
+    /// Nil when none came within `wait` (zero: only what is already here).
+    public func nextMessage(within wait: Duration) throws -> DBusMessage? {
         if !pending.isEmpty { return pending.removeFirst() }
-        return try readMessage(deadline: deadline(after: timeoutMilliseconds))
+        return try readMessage(deadline: deadline(after: wait))
     }
 
     /// Asks the bus to route signals matching `rule` to us ("type='signal',interface='…'").
@@ -110,16 +109,16 @@ public final class DBusConnection {
 
     // MARK: - Bytes with deadlines
 
-    private func deadline(after milliseconds: Int32) -> UInt64 {
-        DispatchTime.now().uptimeNanoseconds + UInt64(max(0, milliseconds)) * 1_000_000
+    private func deadline(after wait: Duration) -> MonotonicInstant {
+        ProcessSupport.monotonicClock + max(.zero, wait)
     }
 
-    private func remaining(_ deadline: UInt64) -> Int32 {
-        let now = DispatchTime.now().uptimeNanoseconds
-        return now >= deadline ? 0 : Int32(clamping: (deadline - now + 999_999) / 1_000_000)
+    /// poll's timeout until `deadline`, rounded up: 0 once it has passed.
+    private func remaining(_ deadline: MonotonicInstant) -> Int32 {
+        (deadline - ProcessSupport.monotonicClock).pollMilliseconds()
     }
 
-    private func write(_ bytes: [UInt8], deadline: UInt64) throws {
+    private func write(_ bytes: [UInt8], deadline: MonotonicInstant) throws {
         guard !isClosed else { throw DBusError.closed }
         var offset = 0
         while offset < bytes.count {
@@ -136,7 +135,7 @@ public final class DBusConnection {
     }
 
     /// Reads more bytes into the buffer; false when the deadline passed first.
-    private func fill(deadline: UInt64) throws -> Bool {
+    private func fill(deadline: MonotonicInstant) throws -> Bool {
         guard !isClosed else { throw DBusError.closed }
         var chunk = [UInt8](repeating: 0, count: 65_536)
         while true {
@@ -154,7 +153,7 @@ public final class DBusConnection {
         }
     }
 
-    private func readLine(deadline: UInt64) throws -> String {
+    private func readLine(deadline: MonotonicInstant) throws -> String {
         while true {
             if let end = buffer.indices.dropLast().first(where: { buffer[$0] == 13 && buffer[$0 + 1] == 10 }) {
                 let line = String(decoding: buffer[..<end], as: UTF8.self)
@@ -166,7 +165,7 @@ public final class DBusConnection {
         }
     }
 
-    private func readMessage(deadline: UInt64) throws -> DBusMessage? {
+    private func readMessage(deadline: MonotonicInstant) throws -> DBusMessage? {
         while true {
             if buffer.count >= 16 {
                 guard let total = DBusMessage.totalLength(ofPrefix: buffer[..<16]), total <= Self.maximumMessage else {

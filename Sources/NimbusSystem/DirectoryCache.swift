@@ -21,7 +21,7 @@ import Synchronization
 /// Other threads never see the cache: it belongs to the thread that opened the scope.
 public enum DirectoryCache {
     static let capacity = 64
-    static let maximumAge: Int64 = 1_000_000_000
+    static let maximumAge: Duration = .seconds(1)
 
     /// Runs `body` with directory descriptors kept open on this thread, closing them at the end.
     public static func keepingDirectoriesOpen<R>(_ body: () throws -> R) rethrows -> R {
@@ -60,7 +60,7 @@ public enum DirectoryCache {
             var path: RelativePath
         }
 
-        private var kept: [Key: (descriptor: FileDescriptor, openedAt: Int64)] = [:]
+        private var kept: [Key: (descriptor: FileDescriptor, openedAt: MonotonicInstant)] = [:]
         /// Dropped descriptors that may still be in use by an enclosing `withParent`: closed
         /// once none is running (`depth` 0).
         private var retired: [FileDescriptor] = []
@@ -115,10 +115,10 @@ public enum DirectoryCache {
         }
 
         /// CLOCK_MONOTONIC_COARSE: read without a system call, ample for a one-second limit.
-        private static func monotonicNow() -> Int64 {
+        private static func monotonicNow() -> MonotonicInstant {
             var now = timespec()
             clock_gettime(CLOCK_MONOTONIC_COARSE, &now)
-            return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+            return MonotonicInstant(nanoseconds: now.nanoseconds)
         }
     }
 }

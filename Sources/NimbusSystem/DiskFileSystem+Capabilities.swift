@@ -43,16 +43,17 @@ private struct CapabilityProbe {
 
     /// Creates `name` with an mtime of …:01.123456789 and reads back what was kept: the
     /// smallest step that explains it.
-    private func create(_ name: SystemPath) throws -> Int64 {
+    private func create(_ name: SystemPath) throws -> Duration {
         let file = try FileDescriptor.open(beneath: folder, RelativePath(validating: name.bytes),
                                            [.writeOnly, .create, .exclusive], permissions: 0o600)
         let asked: Int64 = 1_700_000_001_123_456_789
         try file.closeAfter { try file.setModificationTime(asked) }
         let kept = try folder.metadata(of: name).mtime
-        for step in [1, 1_000, 1_000_000, 10_000_000, 100_000_000] as [Int64] where kept == asked - asked % step {
+        let steps: [Duration] = [.nanoseconds(1), .microseconds(1), .milliseconds(1), .milliseconds(10), .milliseconds(100)]
+        for step in steps where kept == asked - asked % step.nanosecondCount {
             return step
         }
-        return 1_000_000_000
+        return .seconds(1)
     }
 
     private func refusedAsFalse(alsoRefusing other: Errno? = nil, _ body: () throws -> Void) throws -> Bool {

@@ -105,10 +105,7 @@ public final class TreeWatcher: Sendable {
     /// poll's timeout: -1 for none, rounded up so the deadline has passed when poll returns.
     private static func milliseconds(until deadline: ContinuousClock.Instant?) -> Int32 {
         guard let deadline else { return -1 }
-        let (seconds, attoseconds) = ContinuousClock.now.duration(to: deadline).components
-        if seconds < 0 || (seconds == 0 && attoseconds <= 0) { return 0 }
-        let milliseconds = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
-        return Int32(clamping: milliseconds)
+        return ContinuousClock.now.duration(to: deadline).pollMilliseconds()
     }
 }
 

@@ -12,14 +12,14 @@ public struct FilesystemCapabilities: Hashable, Sendable, CustomStringConvertibl
     public var hardLinks: Bool
     /// `user.*` extended attributes.
     public var extendedAttributes: Bool
-    /// The smallest mtime step kept, in nanoseconds (1 on ext4, 1 000 000 000 on sshfs).
-    public var mtimePrecision: Int64
+    /// The smallest mtime step kept (1 ns on ext4, 1 s on sshfs).
+    public var mtimePrecision: Duration
     /// A network or FUSE filesystem: other machines write it, and the kernel or the client
     /// caches what it says about files (attributes, directory listings).
     public var isNetwork: Bool
 
     public init(type: String, renameNoReplace: Bool, renameExchange: Bool, hardLinks: Bool,
-                extendedAttributes: Bool, mtimePrecision: Int64, isNetwork: Bool) {
+                extendedAttributes: Bool, mtimePrecision: Duration, isNetwork: Bool) {
         self.type = type
         self.renameNoReplace = renameNoReplace
         self.renameExchange = renameExchange
@@ -32,7 +32,7 @@ public struct FilesystemCapabilities: Hashable, Sendable, CustomStringConvertibl
     /// A local disk that supports everything (the in-memory filesystem of the tests says this).
     public static let complete = FilesystemCapabilities(
         type: "local", renameNoReplace: true, renameExchange: true, hardLinks: true,
-        extendedAttributes: true, mtimePrecision: 1, isNetwork: false)
+        extendedAttributes: true, mtimePrecision: .nanoseconds(1), isNetwork: false)
 
     public var description: String {
         func yes(_ flag: Bool) -> String { flag ? "yes" : "no" }
@@ -41,13 +41,13 @@ public struct FilesystemCapabilities: Hashable, Sendable, CustomStringConvertibl
             + "xattrs \(yes(extendedAttributes)), mtime precision \(Self.describe(precision: mtimePrecision))"
     }
 
-    package static func describe(precision: Int64) -> String {
-        switch precision {
-        case ..<1_000: "\(precision) ns"
-        case ..<1_000_000: "\(precision / 1_000) µs"
-        case ..<1_000_000_000: "\(precision / 1_000_000) ms"
-        default: "\(precision / 1_000_000_000) s"
+    /// "1 ns", "10 ms", "1 s": in the largest unit it reaches, truncated.
+    package static func describe(precision: Duration) -> String {
+        let units: [(String, Duration)] = [("s", .seconds(1)), ("ms", .milliseconds(1)), ("µs", .microseconds(1))]
+        for (name, unit) in units where precision >= unit {
+            return "\(precision.nanosecondCount / unit.nanosecondCount) \(name)"
         }
+        return "\(precision.nanosecondCount) ns"
     }
 }
 

@@ -96,7 +96,7 @@ extension Duration {
 
     /// A timeout for poll(2) and the like: milliseconds rounded UP, so that a deadline 0.5 ms
     /// away waits 1 ms rather than spinning on 0; clamped to `0...limit`.
-    public func milliseconds(roundedUpTo limit: Int32 = .max) -> Int32 {
+    public func pollMilliseconds(atMost limit: Int32 = .max) -> Int32 {
         let nanoseconds = nanosecondCount
         if nanoseconds <= 0 { return 0 }
         let (whole, rest) = nanoseconds.quotientAndRemainder(dividingBy: Self.nanosecondsPerMillisecond)

@@ -41,7 +41,7 @@ import Testing
             let deadline = ContinuousClock.now + .seconds(10)
             var signal: NotificationsClient.Signal?
             while signal == nil, ContinuousClock.now < deadline {
-                if let message = try connection.nextMessage(timeoutMilliseconds: 200) { signal = NotificationsClient.signal(in: message) }
+                if let message = try connection.nextMessage(within: .milliseconds(200)) { signal = NotificationsClient.signal(in: message) }
             }
             #expect(signal == .actionInvoked(id: id, key: "confirm"))
         }
@@ -96,7 +96,7 @@ import Testing
         let listener = try UnixStreamSocket.listen(at: path)
         defer { listener.close() }
         #expect(throws: DBusError.timedOut("authentication")) {
-            try DBusConnection.connect(socketPath: path, uid: getuid(), timeoutMilliseconds: 300)
+            try DBusConnection.connect(socketPath: path, uid: getuid(), timeout: .milliseconds(300))
         }
         #expect(throws: DBusError.self) { try DBusConnection.connect(socketPath: sandbox.root + "/none", uid: getuid()) }
     }

@@ -24,7 +24,7 @@ final class SessionBus {
         let pid = try ChildProcess.spawn(daemon, arguments: ["--session", "--nofork", "--nopidfile", "--address=unix:path=\(socketPath)"])
         let bus = SessionBus(directory: directory, socketPath: socketPath, pid: pid)
         let deadline = ContinuousClock.now + .seconds(20)
-        while (try? DBusConnection.connect(socketPath: socketPath, uid: getuid(), timeoutMilliseconds: 2_000)) == nil {
+        while (try? DBusConnection.connect(socketPath: socketPath, uid: getuid(), timeout: .seconds(2))) == nil {
             guard ContinuousClock.now < deadline else { throw HarnessFailure("dbus-daemon did not listen on \(socketPath) within 20 s") }
             try await Task.sleep(for: .milliseconds(20))
         }
@@ -106,7 +106,7 @@ final class NotificationRecorder: @unchecked Sendable {
             do {
                 for signal in outgoing.withLock({ list in defer { list = [] }; return list }) { try connection.send(signal) }
                 // A short wait, so that a queued signal goes out soon after `invoke`.
-                guard let message = try connection.nextMessage(timeoutMilliseconds: 50), message.kind == .methodCall else { continue }
+                guard let message = try connection.nextMessage(within: .milliseconds(50)), message.kind == .methodCall else { continue }
                 try connection.send(answer(message))
             } catch {
                 print("notification recorder: \(error)")

@@ -36,14 +36,14 @@ import Testing
     }
 
     @Test func pollTimeoutsRoundUpSoANearDeadlineDoesNotSpin() {
-        #expect(Duration.microseconds(500).milliseconds(roundedUpTo: 1000) == 1)
-        #expect(Duration.nanoseconds(1).milliseconds(roundedUpTo: 1000) == 1)
-        #expect(Duration.milliseconds(1).milliseconds(roundedUpTo: 1000) == 1)
-        #expect((Duration.milliseconds(1) + .nanoseconds(1)).milliseconds(roundedUpTo: 1000) == 2)
-        #expect(Duration.zero.milliseconds(roundedUpTo: 1000) == 0)
-        #expect(Duration.seconds(-5).milliseconds(roundedUpTo: 1000) == 0, "a deadline already passed does not wait")
-        #expect(Duration.seconds(5).milliseconds(roundedUpTo: 1000) == 1000)
-        #expect(Duration.days(365).milliseconds() == .max)
+        #expect(Duration.microseconds(500).pollMilliseconds(atMost: 1000) == 1)
+        #expect(Duration.nanoseconds(1).pollMilliseconds(atMost: 1000) == 1)
+        #expect(Duration.milliseconds(1).pollMilliseconds(atMost: 1000) == 1)
+        #expect((Duration.milliseconds(1) + .nanoseconds(1)).pollMilliseconds(atMost: 1000) == 2)
+        #expect(Duration.zero.pollMilliseconds(atMost: 1000) == 0)
+        #expect(Duration.seconds(-5).pollMilliseconds(atMost: 1000) == 0, "a deadline already passed does not wait")
+        #expect(Duration.seconds(5).pollMilliseconds(atMost: 1000) == 1000)
+        #expect(Duration.days(365).pollMilliseconds() == .max)
     }
 
     @Test func wallSecondsRoundDownAlsoBeforeTheEpoch() {

@@ -5,7 +5,7 @@ import Testing
 
 /// How each kind of cloud filesystem is written (DESIGN §3).
 @Suite struct WriteProtocolChoiceTests {
-    static func filesystem(noReplace: Bool, exchange: Bool, links: Bool, precision: Int64 = 1,
+    static func filesystem(noReplace: Bool, exchange: Bool, links: Bool, precision: Duration = .nanoseconds(1),
                            network: Bool) -> FilesystemCapabilities {
         FilesystemCapabilities(type: "test", renameNoReplace: noReplace, renameExchange: exchange, hardLinks: links,
                                extendedAttributes: true, mtimePrecision: precision, isNetwork: network)
@@ -19,7 +19,7 @@ import Testing
 
     /// sshfs and NFS: no renameat2 flags, hard links on the server, cached attributes.
     @Test func sshfsAndNFSMoveAsideLinkAndVerifyContent() {
-        let sshfs = Self.filesystem(noReplace: false, exchange: false, links: true, precision: 1_000_000_000, network: true)
+        let sshfs = Self.filesystem(noReplace: false, exchange: false, links: true, precision: .seconds(1), network: true)
         #expect(WriteProtocol.choose(for: sshfs) == WriteProtocol(replace: .moveAside, create: .hardLink, verifiesContent: true))
     }
 
@@ -33,7 +33,12 @@ import Testing
     @Test func contentIsVerifiedOnNetworksCoarseClocksAndWithoutExchange() {
         #expect(WriteProtocol.choose(for: Self.filesystem(noReplace: true, exchange: true, links: true, network: true)).verifiesContent)
         #expect(WriteProtocol.choose(for: Self.filesystem(noReplace: true, exchange: true, links: true,
-                                                          precision: 1_000_000_000, network: false)).verifiesContent)
+                                                          precision: .seconds(1), network: false)).verifiesContent)
+        #expect(WriteProtocol.choose(for: Self.filesystem(noReplace: true, exchange: true, links: true,
+                                                          precision: .milliseconds(10), network: false)).verifiesContent)
+        #expect(!WriteProtocol.choose(for: Self.filesystem(noReplace: true, exchange: true, links: true,
+                                                           precision: .milliseconds(1), network: false)).verifiesContent,
+                "a millisecond is fine enough to trust metadata")
         #expect(WriteProtocol.choose(for: Self.filesystem(noReplace: true, exchange: false, links: true, network: false)).verifiesContent)
         #expect(!WriteProtocol.choose(for: Self.filesystem(noReplace: false, exchange: true, links: true, network: false)).verifiesContent)
     }

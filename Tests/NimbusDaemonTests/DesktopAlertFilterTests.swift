@@ -6,7 +6,8 @@ import Testing
 
 /// Which engine events become desktop notifications, and how often: each once per occurrence.
 @Suite struct DesktopAlertFilterTests {
-    static let second: Int64 = 1_000_000_000
+    /// `seconds` after the clock's origin.
+    func at(_ seconds: Int64) -> MonotonicInstant { .origin + .seconds(seconds) }
 
     func path(_ text: String) -> RelativePath { try! RelativePath(validating: text) }
 
@@ -18,10 +19,10 @@ import Testing
     func run(_ events: [(Int64, EngineEvent)], _ filter: inout DesktopAlertFilter) -> [DesktopAlert] {
         var alerts: [DesktopAlert] = []
         for (second, event) in events {
-            alerts += filter.due(now: second * Self.second)
-            alerts += filter.absorb(event, now: second * Self.second)
+            alerts += filter.due(now: at(second))
+            alerts += filter.absorb(event, now: at(second))
         }
-        alerts += filter.due(now: (events.last?.0 ?? 0) * Self.second + DesktopAlertFilter.gatherWindow)
+        alerts += filter.due(now: at(events.last?.0 ?? 0) + DesktopAlertFilter.gatherWindow)
         return alerts
     }
 
@@ -75,23 +76,23 @@ import Testing
 
     @Test func nothingIsDueBeforeTheWindowEnds() {
         var f = filter()
-        #expect(f.absorb(.conflict(path("x"), copy: path("y")), now: 0).isEmpty)
-        #expect(f.nextDeadline == DesktopAlertFilter.gatherWindow)
-        #expect(f.due(now: DesktopAlertFilter.gatherWindow - 1).isEmpty)
-        #expect(f.due(now: DesktopAlertFilter.gatherWindow).count == 1)
-        #expect(f.nextDeadline == nil && f.due(now: 10 * Self.second).isEmpty)
+        #expect(f.absorb(.conflict(path("x"), copy: path("y")), now: .origin).isEmpty)
+        #expect(f.nextDeadline == .origin + DesktopAlertFilter.gatherWindow)
+        #expect(f.due(now: .origin + DesktopAlertFilter.gatherWindow - .nanoseconds(1)).isEmpty)
+        #expect(f.due(now: .origin + DesktopAlertFilter.gatherWindow).count == 1)
+        #expect(f.nextDeadline == nil && f.due(now: at(10)).isEmpty)
     }
 
     @Test func haltedAndStormAreToldAtOnce() {
         var f = filter()
-        let halted = f.absorb(.phase(.halted("The cloud folder /mnt/cloud cannot be opened")), now: 0)
+        let halted = f.absorb(.phase(.halted("The cloud folder /mnt/cloud cannot be opened")), now: .origin)
         #expect(halted == [DesktopAlert(summary: "Nimbus stopped syncing", body: "The cloud folder /mnt/cloud cannot be opened", urgency: 2)])
-        let storm = f.absorb(.fetchesRefused(path("big/movie.mkv"), limit: 30, program: "tracker-miner-f"), now: 0)
+        let storm = f.absorb(.fetchesRefused(path("big/movie.mkv"), limit: 30, program: "tracker-miner-f"), now: .origin)
         #expect(storm.count == 1)
         #expect(storm.first?.body.contains("open-rate-limit = 30 a minute (tracker-miner-f opened /home/u/Nimbus/big/movie.mkv)") == true)
         #expect(storm.first?.body.contains("nimbusctl download big/movie.mkv") == true)
         // Idle, syncing, renames and plain state changes say nothing.
-        #expect(f.absorb(.phase(.idle), now: 0).isEmpty && f.absorb(.stateChanged(path("a"), .downloaded), now: 0).isEmpty)
-        #expect(f.due(now: 100 * Self.second).isEmpty)
+        #expect(f.absorb(.phase(.idle), now: .origin).isEmpty && f.absorb(.stateChanged(path("a"), .downloaded), now: .origin).isEmpty)
+        #expect(f.due(now: at(100)).isEmpty)
     }
 }

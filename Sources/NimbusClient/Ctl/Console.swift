@@ -54,17 +54,21 @@ struct RenderContext: Sendable {
 
     /// "3 min ago" for a wire time in nanoseconds.
     func ago(_ nanoseconds: Int64) -> String {
-        Format.relativeTime(Double(nanoseconds) / 1e9, now: now)
+        Format.relativeTime(Self.seconds(nanoseconds), now: now)
     }
 
     /// "2025-01-31 09:15" in local time.
     func localDateTime(_ nanoseconds: Int64) -> String {
-        let seconds = Double(nanoseconds) / 1e9 + Double(utcOffsetSeconds)
+        let seconds = Self.seconds(nanoseconds) + Double(utcOffsetSeconds)
         return Format.date(seconds) + " " + Format.clock(seconds).prefix(5)
     }
 
     /// "09:15:02" in local time.
     func localClock(_ nanoseconds: Int64) -> String {
-        Format.clock(Double(nanoseconds) / 1e9 + Double(utcOffsetSeconds))
+        Format.clock(Self.seconds(nanoseconds) + Double(utcOffsetSeconds))
     }
+
+    /// A wire time (nanoseconds since the epoch) in the seconds the formatters take, as
+    /// `now` is: the one place the client turns one into the other.
+    static func seconds(_ nanoseconds: Int64) -> Double { Double(nanoseconds) / 1e9 }
 }

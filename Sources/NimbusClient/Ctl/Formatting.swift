@@ -1,3 +1,5 @@
+import NimbusVocabulary
+
 /// Numbers and times the way people read them. Pure functions, so the tests pin them down.
 enum Format {
     /// Decimal units, as file managers on Linux show them: "512 B", "1.2 MB", "12.3 GB",
@@ -84,7 +86,7 @@ enum Format {
         for (unit, seconds) in units where trimmed.hasSuffix(unit) {
             let number = trimmedOfSpaces(String(trimmed.dropLast(unit.count)))
             guard let value = Int64(number), value >= 0 else { continue }
-            return Int64(now * 1e9) - value * seconds * 1_000_000_000
+            return (WallInstant.origin + .seconds(now) - .seconds(value * seconds)).nanoseconds
         }
         var rest = Substring(trimmed)
         let utc = rest.hasSuffix("Z")
@@ -103,7 +105,7 @@ enum Format {
         }
         let days = daysFromCivil(year: year, month: month, day: day)
         let seconds = days * 86_400 + clock[0] * 3600 + clock[1] * 60 + clock[2] - (utc ? 0 : Int64(utcOffsetSeconds))
-        return seconds * 1_000_000_000
+        return (WallInstant.origin + .seconds(seconds)).nanoseconds
     }
 
     static func trimmedOfSpaces(_ text: String) -> String {

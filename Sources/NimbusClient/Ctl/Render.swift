@@ -1,4 +1,5 @@
 import NimbusProtocol
+import NimbusVocabulary
 
 /// Human output of each result. Pure: data and a context in, text out.
 enum Render {
@@ -76,12 +77,7 @@ enum Render {
 
     /// "fuse (network), replace by move-aside, create by link, content verified; mtime 1 s, no xattrs".
     static func cloudFilesystem(_ fs: CloudFilesystem) -> String {
-        let precision = switch fs.mtimePrecisionNs {
-        case ..<1_000: "\(fs.mtimePrecisionNs) ns"
-        case ..<1_000_000: "\(fs.mtimePrecisionNs / 1_000) µs"
-        case ..<1_000_000_000: "\(fs.mtimePrecisionNs / 1_000_000) ms"
-        default: "\(fs.mtimePrecisionNs / 1_000_000_000) s"
-        }
+        let precision = FilesystemCapabilities.describe(precision: .nanoseconds(fs.mtimePrecisionNs))
         return "\(fs.type)\(fs.network ? " (network)" : ""), replace by \(fs.replace), create by \(fs.create)"
             + (fs.verifiesContent ? ", content verified" : "") + "; mtime \(precision)" + (fs.xattrs ? "" : ", no xattrs")
     }
