@@ -4,10 +4,21 @@ import Synchronization
 /// Reloads the configuration (the `reload` method and SIGHUP) and says what changed: the
 /// settings the running pair takes over at once, and those that need a restart.
 public final class ConfigurationReloader: Sendable {
-    /// Settings `PairRuntime.reload` applies while running, as `section.key`.
+    /// Settings `PairRuntime.reload` (and the desktop notifier) apply while running, as
+    /// `section.key`: the engine, the runtime and the hydration server read them afresh.
     static let liveSettings: Set<String> = [
-        "device.name", "safety.max-delete-percent", "safety.version-retention", "versions.max-size",
-        "watch.poll-interval", "watch.rescan-interval", "watch.quiet-period", "desktop.notifications",
+        "pair.mode", "placeholders.hydrate-on-open", "placeholders.open-rate-limit", "placeholders.fill-timeout",
+        "placeholders.refused-programs", "cache.cache-limit", "cache.evict-after", "cache.min-free-space",
+        "safety.max-delete-percent", "safety.version-retention", "versions.max-size", "watch.poll-interval",
+        "watch.rescan-interval", "watch.quiet-period", "desktop.notifications",
+    ]
+
+    /// Settings only the daemon's start reads: the folders; the placeholder style, which
+    /// decides the fanotify group; whether the cloud is watched or polled, which decides the
+    /// watchers; the device name, which names this device's folder of cloud temporaries; the
+    /// log level, which the logger is made with. Every key is in exactly one of the two sets.
+    static let restartSettings: Set<String> = [
+        "pair.local", "pair.cloud", "placeholders.style", "watch.cloud", "device.name", "log.level",
     ]
 
     /// What the process started with (restart-only settings keep these values).

@@ -98,13 +98,16 @@ public enum DaemonMain {
         log.notice("syncing \(configuration.localRoot) with \(configuration.cloudRoot) as \(configuration.deviceName)")
         let desktop = startDesktopNotifier(configuration, environment: environment, runtime: runtime, log: log)
         defer { desktop?.stop() }
+        let deviceName = configuration.deviceName
         let reloader = ConfigurationReloader(
             initial: configuration,
             load: { try reloadedConfiguration(arguments: arguments, environment: environment) },
             apply: { configuration in
                 var reloaded = runtimeOptions(configuration, environment: environment)
-                // The style and its group stay as they started: changing them takes a restart.
+                // The style and its group, and the device name (the cloud filesystem's folder of
+                // temporaries is named after it), stay as they started: they take a restart.
                 reloaded.engine.placeholderStyle = style.style
+                reloaded.engine.deviceName = deviceName
                 reloaded.fanotifyGroup = group
                 runtime.reload(reloaded)
                 desktop?.setEnabled(configuration.notifications)

@@ -184,7 +184,12 @@ public final class PairRuntime<FS: FileSystem, Watcher: TreeWatching>: @unchecke
             nextCacheCheck = .origin
             batcher.batcher.quietPeriod = options.quietPeriod
             loadIgnoreRules()
-            batcher.batcher.add(.rescanAll, now: clock.monotonicNow)
+            // The full rescan now is the one the new intervals count from: a shorter interval
+            // takes effect at once, not after the old one has run out.
+            let now = clock.monotonicNow
+            batcher.batcher.add(.rescanAll, now: now)
+            batcher.nextRescan = now + options.rescanInterval
+            if batcher.nextPoll != nil { batcher.nextPoll = now + options.pollInterval }
             engine.downloadModePlaceholders()
             log.notice("configuration reloaded")
             notifier.ready(status: statusLine())

@@ -4,6 +4,7 @@ import Testing
 import NimbusCore
 import NimbusSimulation
 import NimbusSystem
+import NimbusVocabulary
 @testable import NimbusDaemon
 
 /// The runtime without a process (issue 15): events in through a fake watcher, time from a
@@ -46,6 +47,28 @@ import NimbusSystem
         runtime.setPaused(false)
         try pair.stepUntil("a reaches the cloud after resuming") { pair.content(pair.cloud, "a") == "one" }
         #expect(!runtime.engine.isPaused && runtime.engine.status.phase == .idle)
+    }
+
+    /// A reload applies the settings it reports as changed: the new quiet period, rate limit
+    /// and cache budget at once, and a shorter rescan interval from the reload on, not after
+    /// the old interval has run out.
+    @Test func aReloadAppliesTheLiveSettingsAtOnce() throws {
+        let pair = MemoryRuntime()
+        let runtime = pair.runtime
+        runtime.begin()
+        defer { runtime.finish() }
+        #expect(runtime.step())
+        var options = runtime.options
+        options.engine.rescanInterval = .minutes(5)
+        options.engine.quietPeriod = .seconds(7)
+        options.engine.openRateLimit = 3
+        options.engine.cacheLimit = 1 << 20
+        runtime.reload(options)
+        #expect(runtime.step())
+        let now = pair.clock.monotonicNow
+        #expect(runtime.batcher.nextRescan <= now + .minutes(5), "the next full rescan is within the new interval")
+        #expect(runtime.batcher.batcher.quietPeriod == .seconds(7) && runtime.openLimiter.limit == 3)
+        #expect(runtime.engine.settings.cacheLimit == 1 << 20 && runtime.engine.settings.rescanInterval == .minutes(5))
     }
 
     @Test func stoppingMidPassLeavesAConsistentPairThatTheNextStartFinishes() throws {
