@@ -47,8 +47,18 @@ struct Installer {
                  expectedHash: ContentHash? = nil, displacedTo: RelativePath?, durable: Bool) throws -> FileMetadata {
         // A folder replaced by the file is moved or removed: kept descriptors may name it.
         defer { if replacing?.kind == .directory { DirectoryCache.forget() } }
+        var placed: FileMetadata?
         do {
             try root.withParent(of: copy.temporary) { temporaryDirectory, temporaryName in
+                // What is installed, read while no one else can reach it: once it has its name, a
+                // program may open it and write at once, and a later lstat would report that
+                // write as part of the copy (the base would absorb it: never uploaded, and
+                // overwritten by the next download). Where a rename keeps a file's attributes
+                // (not on a network filesystem, whose client may show new ones), this is also
+                // what the file has once in place.
+                if !writeProtocol.verifiesContent {
+                    placed = try attributing("lstat", copy.temporary.shown) { try temporaryDirectory.metadata(of: temporaryName) }
+                }
                 try root.withParent(of: destination) { destinationDirectory, destinationName in
                     let move = Move(installer: self, temporary: (temporaryDirectory, temporaryName),
                                     destination: (destinationDirectory, destinationName),
@@ -75,6 +85,7 @@ struct Installer {
                 try attributing("fsync", displacedTo.parent.shown) { try root.syncDirectory(displacedTo.parent) }
             }
         }
+        if let placed { return placed }
         return try attributing("lstat", destination.shown) {
             try root.withParent(of: destination) { directory, name in try directory.metadata(of: name) }
         }

@@ -18,6 +18,12 @@ public final class SyscallFaults {
     /// Reads and writes (`read`, `pread`, `write`, `pwrite`, `send`, `recv`,
     /// `copy_file_range`) ask the kernel for at most this many bytes.
     public let transferLimit: Int?
+    /// Runs right after each `renameat2` of this thread that succeeds, with the new name: the
+    /// moment a file has its name, when another program may already open it and write.
+    public let afterRename: ((SystemPath) -> Void)?
+    /// Runs right before each `unlinkat` of this thread, with the name: a program that saves the
+    /// file at the last moment before it is removed.
+    public let beforeUnlink: ((SystemPath) -> Void)?
 
     /// How many `EINTR`s were injected, and how many transfers were cut short: a test checks
     /// them to be sure the faults really happened.
@@ -26,10 +32,16 @@ public final class SyscallFaults {
     /// True between a forced EINTR and the attempt after it, which goes through.
     private var interruptedLastAttempt = false
 
-    public init(interruptEveryCall: Bool = false, transferLimit: Int? = nil) {
+    /// `afterRename` and `beforeUnlink` act as another program would at the worst moment: they
+    /// run on this thread, inside the call, and must not call back into `Sys` with a rename or
+    /// an unlink of their own (they would run again).
+    public init(interruptEveryCall: Bool = false, transferLimit: Int? = nil,
+                afterRename: ((SystemPath) -> Void)? = nil, beforeUnlink: ((SystemPath) -> Void)? = nil) {
         precondition(transferLimit.map { $0 > 0 } ?? true, "a transfer limit must let at least one byte through")
         self.interruptEveryCall = interruptEveryCall
         self.transferLimit = transferLimit
+        self.afterRename = afterRename
+        self.beforeUnlink = beforeUnlink
     }
 
     /// Runs `body` with these faults injected into the calling thread's system calls (the
@@ -60,6 +72,12 @@ public final class SyscallFaults {
         if faults.interruptedLastAttempt { faults.interruptions += 1 }
         return faults.interruptedLastAttempt
     }
+
+    /// Runs the test's `afterRename` for the name `to` was just given.
+    static func renamed(to name: SystemPath) { current?.afterRename?(name) }
+
+    /// Runs the test's `beforeUnlink` for the name about to be removed.
+    static func unlinking(_ name: SystemPath) { current?.beforeUnlink?(name) }
 
     /// `wanted`, or the transfer limit when a test set a smaller one.
     static func limitTransfer(_ wanted: Int) -> Int {

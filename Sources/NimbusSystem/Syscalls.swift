@@ -7,7 +7,8 @@ import NimbusVocabulary
 // Syscalls*.swift files, which turns -1/errno into a thrown `Errno`, retries EINTR in
 // `retrying` (the one retry loop) and treats EBADF/EFAULT as bugs. The types above (
 // `FileDescriptor`, `UnixStreamSocket`, ...) attach the operation and path (`SystemError`).
-// In debug builds `SyscallFaults` can force EINTR and short transfers here, for tests.
+// In debug builds `SyscallFaults` can force EINTR and short transfers here, and act as another
+// program right after a rename or before an unlink, for tests.
 
 /// Runs one system call until it returns something other than -1 or fails with something
 /// other than `EINTR` (a signal arrived before it could finish: run it again), and throws
@@ -143,6 +144,9 @@ enum Sys {
     }
 
     static func unlinkat(_ dir: Int32, _ path: SystemPath, _ flags: Int32) throws {
+        #if DEBUG
+        SyscallFaults.unlinking(path)
+        #endif
         _ = try withCPath(path) { p in try retrying { Glibc.unlinkat(dir, p, flags) } }
     }
 
@@ -151,6 +155,9 @@ enum Sys {
         _ = try withCPath(from) { f in
             try withCPath(to) { t in try retrying { cnimbus_renameat2(fromDir, f, toDir, t, flags) } }
         }
+        #if DEBUG
+        SyscallFaults.renamed(to: to)
+        #endif
     }
 
     static func symlinkat(_ target: SystemPath, _ dir: Int32, _ path: SystemPath) throws {

@@ -1,0 +1,64 @@
+import Foundation
+import Glibc
+import NimbusVocabulary
+import Testing
+import NimbusCore
+import NimbusSystem
+@testable import NimbusDaemon
+
+/// A program saving a local file at the very moment the engine replaces it: the
+/// save must survive (DESIGN §3: a file changed since the last sync is never overwritten or
+/// deleted without its content kept). `SyscallFaults` runs the save inside the engine's own
+/// rename, the worst moment, which a real program hits only by chance (the
+/// three-device test on rclone lost a version so, about once in twenty runs under load).
+@Suite struct LocalWriteRaceTests {
+    /// Saves `text` at `local/name` as an editor does (create or truncate, write, close), with
+    /// Glibc directly: no rename or unlink of its own through the seam, where the hooks run.
+    static func save(_ pair: DiskPair, _ name: String, _ text: String) {
+        let fd = open("\(pair.root)/local/\(name)", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        precondition(fd >= 0, "open local/\(name): errno \(errno)")
+        let bytes = Array(text.utf8)
+        precondition(bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress!, $0.count) } == bytes.count)
+        close(fd)
+    }
+
+    static func read(_ pair: DiskPair, _ relative: String) -> String? {
+        (try? String(contentsOfFile: "\(pair.root)/\(relative)", encoding: .utf8))
+    }
+
+    /// Every file's content below `relative`, the versions store included.
+    static func contents(_ pair: DiskPair, below relative: String) -> [String] {
+        let root = "\(pair.root)/\(relative)"
+        let paths = FileManager.default.enumerator(atPath: root)?.compactMap { $0 as? String } ?? []
+        return paths.compactMap { try? String(contentsOfFile: "\(root)/\($0)", encoding: .utf8) }
+    }
+
+    /// Before, `install` reported the file's metadata read after the download was in place:
+    /// a save landing in between became the base, was never uploaded, and the next download
+    /// overwrote it.
+    @Test func aSaveRightAfterADownloadIsInPlaceIsUploaded() throws {
+        let pair = try DiskPair()
+        pair.engine.start()
+        try pair.plant("local/notes.txt", "v1\n")
+        pair.engine.sync(nil)
+        #expect(Self.read(pair, "cloud/notes.txt") == "v1\n")
+
+        try pair.plant("cloud/notes.txt", "v1\nfrom another device\n")
+        let edit = "v1\nsaved here the moment the download got its name\n"
+        var saves = 0
+        let editor = SyscallFaults(afterRename: { name in
+            guard name == "notes.txt", saves == 0 else { return }
+            saves += 1
+            Self.save(pair, "notes.txt", edit)
+        })
+        pair.clock.advance(by: .seconds(1))
+        editor.inject { pair.engine.sync(nil) }
+        #expect(saves == 1, "the download never got its name through renameat2")
+
+        pair.clock.advance(by: .seconds(1))
+        pair.engine.sync(nil)
+        #expect(Self.read(pair, "local/notes.txt") == edit)
+        #expect(Self.read(pair, "cloud/notes.txt") == edit, "the save never reached the cloud")
+        #expect(Self.contents(pair, below: "cloud").contains("v1\nfrom another device\n"), "the other device's version is kept")
+    }
+}
