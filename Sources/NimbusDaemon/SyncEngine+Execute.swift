@@ -248,16 +248,13 @@ extension SyncEngine {
     }
 
     /// A cloud entry is moved to the versions store; a local one (which equals the base,
-    /// already checked) is removed, unless a program has it open for writing. On a shared
+    /// already checked) is removed, unless a program has it open for writing or changed it
+    /// meanwhile (`removeLocalFile`). On a shared
     /// network cloud, what was moved is checked against the base's content hash
     /// (`FileSystem.moveAside`): another device's version is put back, never silently kept
     /// only in the versions store. `expected` is what the plan saw (nil: whatever is there).
     func removeKeepingVersion(_ path: RelativePath, on side: Side, expected: FileMetadata? = nil) throws {
-        let fs = system(side)
-        guard side == .cloud else {
-            try ensureNotOpenForWriting(path)
-            return try fs.removeFile(path)
-        }
+        guard side == .cloud else { return try removeLocalFile(path, expected: expected) }
         try moveToVersions(path, filedUnder: path, expected: expected)
     }
 

@@ -186,18 +186,6 @@ extension SyncEngine {
         emit(.stateChanged(path, .notDownloaded))
     }
 
-    /// Deletes a local file only if it is exactly `expected`: it is first moved aside, so a
-    /// write that slips in between the check and the deletion is noticed and undone.
-    func removeUnchanged(_ path: RelativePath, expected: FileMetadata) throws {
-        let aside = try path.parent.appending(name: TemporaryName.prefix + Array("evict-".utf8) + Array(path.name.prefix(200)))
-        try local.rename(path, to: aside, replacing: false)
-        guard let moved = try local.metadata(of: aside), moved.isUnchanged(from: expected) else {
-            try local.rename(aside, to: path, replacing: false)
-            throw EngineRequestError(kind: .notInSync, message: "\(path) changed while it was evicted; it is kept")
-        }
-        try local.removeFile(aside)
-    }
-
     /// Marks `path` (a file or a folder) as always kept locally and downloads what is only a
     /// placeholder below it.
     public func pin(_ path: RelativePath) throws -> EntryInfo? {

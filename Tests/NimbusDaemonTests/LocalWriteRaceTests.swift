@@ -6,10 +6,10 @@ import NimbusCore
 import NimbusSystem
 @testable import NimbusDaemon
 
-/// A program saving a local file at the very moment the engine replaces it: the
+/// A program saving a local file at the very moment the engine replaces or deletes it: the
 /// save must survive (DESIGN §3: a file changed since the last sync is never overwritten or
 /// deleted without its content kept). `SyscallFaults` runs the save inside the engine's own
-/// rename, the worst moment, which a real program hits only by chance (the
+/// rename or unlink, the worst moment, which a real program hits only by chance (the
 /// three-device test on rclone lost a version so, about once in twenty runs under load).
 @Suite struct LocalWriteRaceTests {
     /// Saves `text` at `local/name` as an editor does (create or truncate, write, close), with
@@ -60,5 +60,34 @@ import NimbusSystem
         #expect(Self.read(pair, "local/notes.txt") == edit)
         #expect(Self.read(pair, "cloud/notes.txt") == edit, "the save never reached the cloud")
         #expect(Self.contents(pair, below: "cloud").contains("v1\nfrom another device\n"), "the other device's version is kept")
+    }
+
+    /// Before, a local file was checked (unchanged, not open for writing) and then unlinked: a
+    /// save landing in between went with it, although it was never uploaded.
+    @Test func aSaveRightBeforeADeletionIsKept() throws {
+        let pair = try DiskPair()
+        pair.engine.start()
+        try pair.plant("local/notes.txt", "v1\n")
+        pair.engine.sync(nil)
+        #expect(Self.read(pair, "cloud/notes.txt") == "v1\n")
+
+        // Another device deletes it (its version is in the cloud's versions store).
+        try FileManager.default.removeItem(atPath: "\(pair.root)/cloud/notes.txt")
+        let edit = "v1\nsaved here the moment before the deletion\n"
+        var saves = 0
+        let editor = SyscallFaults(beforeUnlink: { name in
+            // The file itself, or wherever the engine has put it before removing it.
+            guard name.bytes.reversed().starts(with: Array("notes.txt".utf8).reversed()), saves == 0 else { return }
+            saves += 1
+            Self.save(pair, "notes.txt", edit)
+        })
+        pair.clock.advance(by: .seconds(1))
+        editor.inject { pair.engine.sync(nil) }
+        #expect(saves == 1, "the engine never removed notes.txt")
+
+        pair.clock.advance(by: .seconds(1))
+        pair.engine.sync(nil)
+        #expect(Self.read(pair, "local/notes.txt") == edit, "the save was deleted")
+        #expect(Self.read(pair, "cloud/notes.txt") == edit, "the save never reached the cloud")
     }
 }

@@ -1,0 +1,74 @@
+import NimbusCore
+import NimbusVocabulary
+
+/// How a guarded removal of a local file ended.
+enum GuardedRemoval {
+    case removed
+    /// The file was not as expected once out of reach: it is back at its name (or kept as a
+    /// conflict copy beside it when the name was taken meanwhile).
+    case changed
+    /// A program has it open for writing: it is back at its name.
+    case openForWriting
+}
+
+extension SyncEngine {
+    /// Deletes the local file `path` only if it is exactly `expected` and, with
+    /// `checkingWriters`, no program has it open for writing (DESIGN §3). A check followed by an
+    /// unlink leaves a gap in which a program can save the file, and that save would go with
+    /// it. So the file is first renamed to a private name, which no program can open any more,
+    /// and checked there: open for writing first (a writer that opened it before the rename),
+    /// then its metadata (a writer that closed before that check has written what it wrote,
+    /// which the metadata shows). Only then is it removed.
+    ///
+    /// A crash before the removal leaves it at a temporary name, which the next start sweeps:
+    /// it equals the base there, and the base is kept on the other side or in the versions store.
+    func removeGuarded(_ path: RelativePath, expected: FileMetadata, tag: String,
+                       checkingWriters: Bool) throws -> GuardedRemoval {
+        let aside = try path.parent.appending(name: TemporaryName.prefix + Array(tag.utf8) + Array(path.name.prefix(200)))
+        try local.rename(path, to: aside, replacing: false)
+        let outcome: GuardedRemoval
+        if checkingWriters && local.isOpenForWriting(aside) {
+            outcome = .openForWriting
+        } else if let moved = try local.metadata(of: aside), moved.isUnchanged(from: expected) {
+            try local.removeFile(aside)
+            return .removed
+        } else {
+            outcome = .changed
+        }
+        try putBack(aside, at: path)
+        return outcome
+    }
+
+    /// Puts a file that must not be removed back at `path`; if a program created a new file
+    /// there meanwhile, it is kept beside it as a conflict copy (a local file: uploaded next).
+    private func putBack(_ aside: RelativePath, at path: RelativePath) throws {
+        do {
+            try local.rename(aside, to: path, replacing: false)
+        } catch let error as SystemError where error.errno == .fileExists {
+            let copy = namer.name(for: path) { (try? local.metadata(of: $0)) != nil }
+            try local.rename(aside, to: copy, replacing: false)
+            log.notice("\(path) changed while it was being removed, and a new \(path) appeared meanwhile; the changed one is kept as \(copy)")
+        }
+    }
+
+    /// Deletes a local file only if it is exactly `expected` (evicting, converting or removing
+    /// a placeholder, which no program writes through): see `removeGuarded`.
+    func removeUnchanged(_ path: RelativePath, expected: FileMetadata) throws {
+        guard try removeGuarded(path, expected: expected, tag: "evict-", checkingWriters: false) == .removed else {
+            throw EngineRequestError(kind: .notInSync, message: "\(path) changed while it was evicted; it is kept")
+        }
+    }
+
+    /// Removes the local file at `path`, which the plan saw as `expected` (nil: as it is now),
+    /// unless a program has it open for writing or changed it since.
+    func removeLocalFile(_ path: RelativePath, expected: FileMetadata?) throws {
+        // A file visibly in use is not even moved: a program saving it meanwhile would find its name gone.
+        try ensureNotOpenForWriting(path)
+        guard let expected = try expected ?? local.metadata(of: path) else { return }
+        switch try removeGuarded(path, expected: expected, tag: "remove-", checkingWriters: true) {
+        case .removed: return
+        case .changed: throw ChangedSincePlanned(path: path, side: .local)
+        case .openForWriting: throw CopyError.destinationInUse(path)
+        }
+    }
+}
