@@ -1,6 +1,14 @@
 import NimbusSystem
 
 extension Journal {
+    /// How long `open` waits for a lock held elsewhere before it says the journal is in use.
+    /// Another daemon holds it for as long as it runs; a lock let go within moments was a copy
+    /// of a descriptor of this very process, held by a child between its fork and its exec
+    /// (every descriptor is close-on-exec, but a fork copies them all, and an flock belongs to
+    /// the open file they share): a journal closed and opened again while another thread starts
+    /// a program found it "in use".
+    public static let lockWait: Duration = .seconds(1)
+
     /// Opens the journal in `directory` (created with its files when missing), hands every
     /// record found to `replay` in order, and leaves the files clean for appending. Before
     /// the first record, `expecting` is told how many records there are at most, so the
@@ -8,10 +16,11 @@ extension Journal {
     ///
     /// Never refuses to start because of damage: it replays what is valid, drops the rest,
     /// and says so in `recovery`. It throws only for I/O errors (and when another process
-    /// has the journal open).
-    public static func open(directory path: SystemPath, expecting: (Int) -> Void = { _ in },
+    /// has the journal open, after waiting `lockWait` for it to let go).
+    public static func open(directory path: SystemPath, lockWait: Duration = Journal.lockWait,
+                            expecting: (Int) -> Void = { _ in },
                             replay: (JournalRecord) -> Void) throws -> Journal {
-        let journal = Journal(directory: try JournalDirectory.open(path))
+        let journal = Journal(directory: try JournalDirectory.open(path, lockWait: lockWait))
         do {
             try journal.directory.removeTemporaryFiles()
             try journal.recover(expecting: expecting, replay: replay)

@@ -30,8 +30,9 @@ struct JournalDirectory {
     let descriptor: FileDescriptor
 
     /// Opens the directory, creating it and missing parents, and takes its exclusive lock
-    /// (held until `close`), so two writers can never interleave their appends.
-    static func open(_ path: SystemPath) throws -> JournalDirectory {
+    /// (held until `close`), so two writers can never interleave their appends; a lock held
+    /// elsewhere is asked for again every 10 ms for `lockWait` (see `Journal.lockWait`).
+    static func open(_ path: SystemPath, lockWait: Duration = Journal.lockWait) throws -> JournalDirectory {
         let descriptor: FileDescriptor
         do {
             descriptor = try FileDescriptor.open(path, .directory)
@@ -43,8 +44,11 @@ struct JournalDirectory {
         }
         let directory = JournalDirectory(path: path, descriptor: descriptor)
         do {
-            guard try directory.io("lock", nil, { try descriptor.tryLockExclusive() }) else {
-                throw JournalError.locked(path)
+            let clock = ContinuousClock()
+            let deadline = clock.now + lockWait
+            while try !directory.io("lock", nil, { try descriptor.tryLockExclusive() }) {
+                guard clock.now < deadline else { throw JournalError.locked(path) }
+                ProcessSupport.pause(for: .milliseconds(10))
             }
         } catch {
             directory.close()

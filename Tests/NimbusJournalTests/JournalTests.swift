@@ -86,7 +86,9 @@ import Testing
     @Test func aSecondOpenIsRefusedWhileTheFirstHoldsTheLock() throws {
         try withTemporaryDirectory { directory in
             let first = try Journal.open(directory: directory.path) { _ in }
-            #expect(throws: JournalError.locked(directory.path)) { try Journal.open(directory: directory.path) { _ in } }
+            #expect(throws: JournalError.locked(directory.path)) {
+                try Journal.open(directory: directory.path, lockWait: .milliseconds(50)) { _ in }
+            }
             try first.close()
             try Journal.open(directory: directory.path) { _ in }.close()
         }
