@@ -37,8 +37,10 @@ public enum ProcessSupport {
 
     /// Hands memory freed after a large pass back to the system. glibc keeps freed heap
     /// pages for reuse, so without this the resident size stays at the peak of the biggest
-    /// pass ever made. The corresponding C function is `malloc_trim`.
+    /// pass ever made; the code the pass ran stays mapped too (`ExecutablePages`). The
+    /// corresponding C function is `malloc_trim`.
     public static func returnFreeMemory() {
+        ExecutablePages.release()
         _ = CNimbus.malloc_trim(0)
     }
 

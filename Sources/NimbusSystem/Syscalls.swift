@@ -214,6 +214,13 @@ enum Sys {
         return st
     }
 
+    /// Drops this process's page-table entries for `length` bytes at `start`: a clean page of
+    /// a file mapping is mapped again from the page cache at its next use (`ExecutablePages`).
+    /// The corresponding C function is `madvise(MADV_DONTNEED)`.
+    static func dropMappedPages(start: UInt, length: Int) throws {
+        try check(Glibc.madvise(UnsafeMutableRawPointer(bitPattern: start), length, MADV_DONTNEED))
+    }
+
     static func pipe() throws -> (Int32, Int32) {
         var fds: [Int32] = [0, 0]
         _ = try retrying { cnimbus_pipe_cloexec(&fds) }
