@@ -86,6 +86,14 @@ final class Daemon: NimbusdProcess, @unchecked Sendable {
         return (rss, peak)
     }
 
+    /// What the resident memory is made of now, in KiB: anonymous pages (heap, stacks, data
+    /// written) and file pages (mostly nimbusd's own code), as /proc/PID/status splits it.
+    func residentParts() -> (anonymous: Int, file: Int)? {
+        guard let anonymous = status("/proc/\(processID)/status", "RssAnon"),
+              let file = status("/proc/\(processID)/status", "RssFile") else { return nil }
+        return (anonymous, file)
+    }
+
     /// Bytes it asked to write (`wchar`) and bytes sent to the disk (`write_bytes`).
     func io() -> (wchar: Int, writeBytes: Int)? {
         guard let text = read("/proc/\(processID)/io") else { return nil }

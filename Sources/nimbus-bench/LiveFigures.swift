@@ -118,6 +118,9 @@ struct LiveFigures {
         figure.runs = readings
         figure.extra = [("peak_mib", Double(peak) / 1024), ("files", Double(session.files)),
                         ("bytes_per_file", steady * 1024 * 1024 / Double(session.files))]
+        if let parts = daemon.residentParts() {
+            figure.extra += [("anon_mib", Double(parts.anonymous) / 1024), ("file_mib", Double(parts.file) / 1024)]
+        }
         figure.note = "VmRSS after the initial sync of \(session.files) files settled; peak_mib = VmHWM (includes the initial sync)"
         return figure
     }
