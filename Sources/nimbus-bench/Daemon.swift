@@ -117,7 +117,7 @@ final class Daemon: NimbusdProcess, @unchecked Sendable {
             Monotonic.sleep(seconds: 0.1)
             let now = liveThreadsCPUNanoseconds()
             // Less than 1 ms of CPU in 100 ms counts as idle.
-            if let now, let before = last, now - before < 1_000_000 {
+            if let now, let before = last, Duration.nanoseconds(now - before) < .milliseconds(1) {
                 if Monotonic.seconds(since: stableSince) >= quiet { break }
             } else {
                 stableSince = Monotonic.now

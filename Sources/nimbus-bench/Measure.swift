@@ -1,12 +1,22 @@
 import Dispatch
 import Foundation
 import NimbusDaemon
+import NimbusVocabulary
 
 /// Monotonic time for every measurement (the daemon's own clock, CLOCK_MONOTONIC), as a count
 /// of nanoseconds: the bench's own arithmetic on samples.
 enum Monotonic {
     private static let clock = SystemClock()
     static var now: Int64 { clock.monotonicNow.nanoseconds }
+
+    /// When `seconds` from now will have passed: a deadline for a wait, as the daemon states one.
+    static func deadline(after seconds: Double) -> MonotonicInstant { clock.monotonicNow + .seconds(seconds) }
+
+    /// What is left until `deadline` (zero or less once it has passed).
+    static func remaining(until deadline: MonotonicInstant) -> Duration { deadline - clock.monotonicNow }
+
+    /// Whether `deadline` has passed.
+    static func hasPassed(_ deadline: MonotonicInstant) -> Bool { remaining(until: deadline) <= .zero }
 
     /// Seconds taken by `body`.
     static func seconds(_ body: () throws -> Void) rethrows -> Double {

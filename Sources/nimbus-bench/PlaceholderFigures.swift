@@ -166,9 +166,9 @@ struct OnDemandPair {
     }
 
     func waitForPlaceholders(_ files: [String], timeout: Double = 60) throws {
-        let deadline = Monotonic.now + Int64(timeout * 1e9)
+        let deadline = Monotonic.deadline(after: timeout)
         while files.contains(where: { !FileManager.default.fileExists(atPath: local + "/" + $0 + ".nimbus") }) {
-            guard Monotonic.now < deadline else { throw BenchError("placeholders did not appear within \(Int(timeout)) s") }
+            guard !Monotonic.hasPassed(deadline) else { throw BenchError("placeholders did not appear within \(Int(timeout)) s") }
             Monotonic.sleep(seconds: 0.01)
         }
     }

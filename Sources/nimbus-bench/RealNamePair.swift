@@ -61,12 +61,12 @@ struct RealNamePair {
     }
 
     func waitForPlaceholders(_ files: [String], size: Int64, timeout: Double = 120) throws {
-        let deadline = Monotonic.now + Int64(timeout * 1e9)
+        let deadline = Monotonic.deadline(after: timeout)
         var missing = files
         while true {
             missing = missing.filter { !Self.isPlaceholder(local + "/" + $0, size: size) }
             if missing.isEmpty { return }
-            guard Monotonic.now < deadline else {
+            guard !Monotonic.hasPassed(deadline) else {
                 throw BenchError("\(missing.count) real-name placeholders (\(missing.first!) …) did not appear within \(Int(timeout)) s")
             }
             Monotonic.sleep(seconds: 0.01)

@@ -243,7 +243,7 @@ final class ArrivalWatch {
     /// Waits until `path` is a file of `size` bytes; returns the monotonic time it was seen
     /// so, or nil after `timeout` seconds. Throws when the daemon exits meanwhile.
     func waitFor(_ path: RelativePath, size: Int64, timeout: Double) throws -> Int64? {
-        let deadline = Monotonic.now + Int64(timeout * 1e9)
+        let deadline = Monotonic.deadline(after: timeout)
         if isComplete(path, size) { return Monotonic.now }
         while true {
             let events = try nextEvents(until: deadline, poll: nil)
@@ -257,11 +257,11 @@ final class ArrivalWatch {
     /// and is complete; returns when the last was seen, or nil after `timeout` seconds. After an
     /// inotify overflow it falls back to scanning the folder every 100 ms.
     func waitForAll(_ expected: Set<RelativePath>, under folder: String, timeout: Double) throws -> Int64? {
-        let deadline = Monotonic.now + Int64(timeout * 1e9)
+        let deadline = Monotonic.deadline(after: timeout)
         var seen = Set<RelativePath>()
         var polling = false
         while true {
-            guard let events = try nextEvents(until: deadline, poll: polling ? 100_000_000 : nil) else { return nil }
+            guard let events = try nextEvents(until: deadline, poll: polling ? .milliseconds(100) : nil) else { return nil }
             let now = Monotonic.now
             for event in events {
                 if event.kind == .overflow { polling = true }
@@ -274,14 +274,14 @@ final class ArrivalWatch {
         }
     }
 
-    /// The next batch of events (empty after `poll` ns when given); nil once `deadline` has
+    /// The next batch of events (empty after `poll` when given); nil once `deadline` has
     /// passed. Looks at the daemon every second and throws when it has exited.
-    private func nextEvents(until deadline: Int64, poll: Int64?) throws -> [WatchEvent]? {
+    private func nextEvents(until deadline: MonotonicInstant, poll: Duration?) throws -> [WatchEvent]? {
         while true {
-            let remaining = deadline - Monotonic.now
-            if remaining <= 0 { return nil }
-            let wait = min(remaining, poll ?? 1_000_000_000, 1_000_000_000)
-            let events = try watcher.next(timeout: .nanoseconds(wait))
+            let remaining = Monotonic.remaining(until: deadline)
+            if remaining <= .zero { return nil }
+            let wait = min(remaining, poll ?? .seconds(1), .seconds(1))
+            let events = try watcher.next(timeout: wait)
             if !events.isEmpty || poll != nil { return events }
             if !daemon.isRunning {
                 throw BenchError("nimbusd ended (\(daemon.exitDescription)) while the bench waited for its copies; log: \(daemon.logSummary())")
