@@ -43,7 +43,9 @@ extension PairRuntime {
         for message in messages {
             switch message {
             case .stop: return false
-            case .run(let work): work()
+            case .run(let work):
+                work()
+                endWatchersGathering()
             case .events(let side, let events):
                 workSinceTrim += events.count
                 absorb(events, from: side)
@@ -89,6 +91,7 @@ extension PairRuntime {
             engine.sync(paths)
             workSinceTrim += paths.count
         }
+        endWatchersGathering()
         if !isHalted { restartMissingWatchers() }
         pruneVersionsIfDue(now: now, afterFullScan: batch == .everything)
         let line = statusLine()

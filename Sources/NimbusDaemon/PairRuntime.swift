@@ -234,6 +234,7 @@ public final class PairRuntime<FS: FileSystem, Watcher: TreeWatching>: @unchecke
         engine.claimOwnership()
         startWatchers()
         engine.start()
+        endWatchersGathering()
         nextPrune = clock.monotonicNow + Self.pruneInterval
         // Stopped during the first pass (SIGTERM): straight to the clean stop.
         if !engine.isStopping {

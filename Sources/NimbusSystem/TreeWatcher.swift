@@ -19,9 +19,17 @@ public final class TreeWatcher: Sendable {
         /// Directories that are neither watched nor reported, with everything below them
         /// (the cloud's `.nimbus` folder, ignored directories). Asked about directories only.
         public var exclude: @Sendable (RelativePath) -> Bool
+        /// How long `next` lets a burst gather after its first event before reading it. While
+        /// the thread waits for that rather than for inotify, the kernel queues events without
+        /// waking it: a writer making a thousand files (nimbusd's own sync among them) pays for
+        /// a few wake-ups of this thread, not one per event. `wake()` ends the gathering at once
+        /// (the events are read and returned). Zero reads each event as it comes.
+        public var gathering: Duration
 
-        public init(reportsOpens: Bool = false, exclude: @escaping @Sendable (RelativePath) -> Bool = { _ in false }) {
+        public init(reportsOpens: Bool = false, gathering: Duration = .zero,
+                    exclude: @escaping @Sendable (RelativePath) -> Bool = { _ in false }) {
             self.reportsOpens = reportsOpens
+            self.gathering = gathering
             self.exclude = exclude
         }
     }
@@ -32,6 +40,8 @@ public final class TreeWatcher: Sendable {
     private let wakeSignal: WakeSignal
     /// Copied from the tree after each change, so that reading it never waits for `next`.
     private let watchCount: Atomic<Int>
+    /// `Options.gathering` in milliseconds, as poll takes it; nil for none.
+    private let gatheringMilliseconds: Int32?
 
     /// Watches `root` and every directory below it. Directories that could not be watched
     /// for lack of inotify watches are reported by the first `next` as `watchLimitReached`;
@@ -45,6 +55,7 @@ public final class TreeWatcher: Sendable {
             throw error
         }
         self.root = root
+        gatheringMilliseconds = options.gathering > .zero ? options.gathering.pollMilliseconds() : nil
         watchCount = Atomic(watched.directories.count)
         tree = Mutex(watched)
     }
@@ -67,6 +78,7 @@ public final class TreeWatcher: Sendable {
             if let limit = watched.takeLimitReached() { return [limit] }
             while true {
                 let ready = try wait(for: watched.inotify.descriptor, until: deadline)
+                if ready.events && !ready.woken, let gatheringMilliseconds { try gather(for: gatheringMilliseconds) }
                 let events = ready.events ? try watched.readEvents() : []
                 if ready.woken { wakeSignal.acknowledge() }
                 if !events.isEmpty || ready.woken || !ready.events { return events }
@@ -89,6 +101,18 @@ public final class TreeWatcher: Sendable {
 
     /// How many directories have a watch, as of the last `next`. Never waits.
     public var watchedDirectoryCount: Int { watchCount.load(ordering: .relaxed) }
+
+    /// Lets events gather for `milliseconds`, or until `wake()`.
+    private func gather(for milliseconds: Int32) throws {
+        var fds = [pollfd(fd: wakeSignal.readEnd.rawValue, events: Int16(POLLIN), revents: 0)]
+        do {
+            _ = try Sys.poll(&fds, milliseconds)
+        } catch let errno as Errno {
+            throw errno.at("poll", root)
+        }
+        // The wake is taken: the events read now are what the waker wanted to see returned.
+        if fds[0].revents != 0 { wakeSignal.acknowledge() }
+    }
 
     private func wait(for inotify: FileDescriptor,
                       until deadline: ContinuousClock.Instant?) throws -> (events: Bool, woken: Bool) {

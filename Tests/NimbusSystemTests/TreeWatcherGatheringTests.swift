@@ -1,0 +1,79 @@
+import Foundation
+import Glibc
+import NimbusVocabulary
+import Synchronization
+import Testing
+import NimbusSystem
+import NimbusTestSupport
+
+/// `TreeWatcher.Options.gathering`: a burst that starts while the watcher waits in `poll` is
+/// read in one batch, not one wake-up per event (nimbusd's own sync is such a burst).
+struct TreeWatcherGatheringTests {
+    static let files = 50
+
+    @Test func aBurstStartedWhileWaitingIsReadInOneBatch() throws {
+        let root = try TemporaryDirectory.make("nimbus-gather")
+        defer { TemporaryDirectory.remove(root, label: "aBurstStartedWhileWaitingIsReadInOneBatch") }
+        // Two seconds, where nimbusd gathers for milliseconds: the writer below has that long
+        // to make its files, which a loaded machine needs, and the test only reads one batch.
+        let watcher = try TreeWatcher(root: SystemPath(root), options: .init(gathering: .seconds(2)))
+        defer { watcher.close() }
+
+        let reader = try Self.threadID()
+        let written = Mutex<(any Error)?>(nil)
+        let writer = Thread {
+            do {
+                // The burst must begin while the reader is blocked in poll, so that the first
+                // event is the one that wakes it.
+                try Polling.wait("the reader to wait in poll") { try Self.isWaitingInPoll(reader) }
+                for index in 0..<Self.files {
+                    let file = open("\(root)/f\(index)", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+                    guard file >= 0 else { throw HarnessFailure("cannot create \(root)/f\(index): errno \(errno)") }
+                    close(file)
+                }
+            } catch {
+                written.withLock { $0 = error }
+            }
+        }
+        writer.start()
+        let batch = try watcher.next(timeout: .seconds(30))
+        if let error = written.withLock({ $0 }) { throw error }
+
+        let closed = Set(batch.filter { $0.kind == .closedWrite }.map(\.path.description))
+        let missing = (0..<Self.files).map { "f\($0)" }.filter { !closed.contains($0) }
+        #expect(missing.isEmpty, "the first batch (\(batch.count) events) lacks the close of \(missing.count) files, first \(missing.prefix(3))")
+    }
+
+    /// `wake()` ends the gathering: nimbusd wakes its watchers when a pass is done, so that
+    /// what the pass caused is looked at at once. The gathering here would last an hour.
+    @Test(.timeLimit(.minutes(1))) func wakeEndsTheGatheringAndTheEventsComeBack() throws {
+        let root = try TemporaryDirectory.make("nimbus-gather")
+        defer { TemporaryDirectory.remove(root, label: "wakeEndsTheGatheringAndTheEventsComeBack") }
+        let watcher = try TreeWatcher(root: SystemPath(root), options: .init(gathering: .seconds(3600)))
+        defer { watcher.close() }
+        let file = open("\(root)/f", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        try #require(file >= 0)
+        close(file)
+
+        let reader = try Self.threadID()
+        let waker = Thread {
+            // The events are queued already, so the reader's poll is the gathering's.
+            try? Polling.wait("the reader to gather") { try Self.isWaitingInPoll(reader) }
+            watcher.wake()
+        }
+        waker.start()
+        let batch = try watcher.next(timeout: nil)
+        #expect(batch.contains { $0.kind == .closedWrite && $0.path.description == "f" }, "\(batch)")
+    }
+
+    /// This thread's id: /proc/thread-self links to PID/task/TID.
+    static func threadID() throws -> String {
+        try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self").split(separator: "/").last.map(String.init) ?? "?"
+    }
+
+    /// Whether thread `tid` of this process sleeps in poll(2): the kernel function it waits in
+    /// (`poll_schedule_timeout`) names it.
+    static func isWaitingInPoll(_ tid: String) throws -> Bool {
+        try String(contentsOfFile: "/proc/self/task/\(tid)/wchan", encoding: .utf8).contains("poll")
+    }
+}
