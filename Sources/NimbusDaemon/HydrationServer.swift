@@ -204,7 +204,7 @@ public final class HydrationServer: Sendable {
         defer { stopped.signal() }
         while !stopping.load(ordering: .relaxed) {
             do {
-                if try group.waitForEvents(timeoutMilliseconds: 200) {
+                if try group.waitForEvents(within: .milliseconds(200)) {
                     for event in try group.readEvents() { handle(event) }
                 }
                 answerOverdueReaders()

@@ -68,7 +68,7 @@ final class Responder: Sendable {
     private func run() {
         defer { finished.signal() }
         while !stopping.withLock({ $0 }) {
-            guard (try? group.waitForEvents(timeoutMilliseconds: 50)) == true,
+            guard (try? group.waitForEvents(within: .milliseconds(50))) == true,
                   let events = try? group.readEvents() else { continue }
             for event in events {
                 seen.withLock { $0.append(event.events) }
