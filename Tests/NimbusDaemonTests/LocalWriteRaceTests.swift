@@ -33,15 +33,29 @@ import NimbusSystem
         return paths.compactMap { try? String(contentsOfFile: "\(root)/\($0)", encoding: .utf8) }
     }
 
-    /// Before, `install` reported the file's metadata read after the download was in place:
-    /// a save landing in between became the base, was never uploaded, and the next download
-    /// overwrote it.
-    @Test func aSaveRightAfterADownloadIsInPlaceIsUploaded() throws {
+    /// A pair whose local `notes.txt` ("v1") is synced.
+    static func syncedPair() throws -> DiskPair {
         let pair = try DiskPair()
         pair.engine.start()
         try pair.plant("local/notes.txt", "v1\n")
         pair.engine.sync(nil)
-        #expect(Self.read(pair, "cloud/notes.txt") == "v1\n")
+        #expect(read(pair, "cloud/notes.txt") == "v1\n")
+        return pair
+    }
+
+    /// A pass with `editor`'s program acting inside it, then a pass that sees what it did.
+    static func syncTwice(_ pair: DiskPair, first editor: SyscallFaults) {
+        pair.clock.advance(by: .seconds(1))
+        editor.inject { pair.engine.sync(nil) }
+        pair.clock.advance(by: .seconds(1))
+        pair.engine.sync(nil)
+    }
+
+    /// Before, `install` reported the file's metadata read after the download was in place:
+    /// a save landing in between became the base, was never uploaded, and the next download
+    /// overwrote it.
+    @Test func aSaveRightAfterADownloadIsInPlaceIsUploaded() throws {
+        let pair = try Self.syncedPair()
 
         try pair.plant("cloud/notes.txt", "v1\nfrom another device\n")
         let edit = "v1\nsaved here the moment the download got its name\n"
@@ -51,12 +65,8 @@ import NimbusSystem
             saves += 1
             Self.save(pair, "notes.txt", edit)
         })
-        pair.clock.advance(by: .seconds(1))
-        editor.inject { pair.engine.sync(nil) }
+        Self.syncTwice(pair, first: editor)
         #expect(saves == 1, "the download never got its name through renameat2")
-
-        pair.clock.advance(by: .seconds(1))
-        pair.engine.sync(nil)
         #expect(Self.read(pair, "local/notes.txt") == edit)
         #expect(Self.read(pair, "cloud/notes.txt") == edit, "the save never reached the cloud")
         #expect(Self.contents(pair, below: "cloud").contains("v1\nfrom another device\n"), "the other device's version is kept")
@@ -65,11 +75,7 @@ import NimbusSystem
     /// Before, a local file was checked (unchanged, not open for writing) and then unlinked: a
     /// save landing in between went with it, although it was never uploaded.
     @Test func aSaveRightBeforeADeletionIsKept() throws {
-        let pair = try DiskPair()
-        pair.engine.start()
-        try pair.plant("local/notes.txt", "v1\n")
-        pair.engine.sync(nil)
-        #expect(Self.read(pair, "cloud/notes.txt") == "v1\n")
+        let pair = try Self.syncedPair()
 
         // Another device deletes it (its version is in the cloud's versions store).
         try FileManager.default.removeItem(atPath: "\(pair.root)/cloud/notes.txt")
@@ -81,12 +87,8 @@ import NimbusSystem
             saves += 1
             Self.save(pair, "notes.txt", edit)
         })
-        pair.clock.advance(by: .seconds(1))
-        editor.inject { pair.engine.sync(nil) }
+        Self.syncTwice(pair, first: editor)
         #expect(saves == 1, "the engine never removed notes.txt")
-
-        pair.clock.advance(by: .seconds(1))
-        pair.engine.sync(nil)
         #expect(Self.read(pair, "local/notes.txt") == edit, "the save was deleted")
         #expect(Self.read(pair, "cloud/notes.txt") == edit, "the save never reached the cloud")
     }
