@@ -102,10 +102,12 @@ final class CtlDaemon: NimbusdProcess, @unchecked Sendable {
         await daemon.stop()
     }
 
-    /// Starts the daemon and waits until `nimbusctl status` gets an answer.
+    /// Starts the daemon and waits until `nimbusctl status` gets an answer: the event itself,
+    /// with a deadline generous enough for a loaded machine (15 s was seen to pass while a
+    /// full `swift test` ran; the wait ends as soon as the answer comes).
     func start() async throws {
         try launch(arguments: pairArguments + ["--device-name", "test"], environment: environment)
-        try await Polling.eventually("nimbusd to answer status\n\(logTail())") {
+        try await Polling.eventually("nimbusd to answer status\n\(logTail())", timeout: .seconds(90)) {
             guard isRunning else { return "nimbusd ended with \(exitDescription)" }
             let result = try await ctl(["status"])
             return result.status == 0 ? nil : "\(result)"

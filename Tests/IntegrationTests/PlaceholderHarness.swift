@@ -65,7 +65,7 @@ final class PlaceholderDaemon: NimbusdProcess {
     }
 
     /// Starts the daemon and waits for `READY=1`.
-    func start(timeout: Duration = .seconds(30)) async throws {
+    func start(timeout: Duration = NimbusdProcess.readyDeadline) async throws {
         guard !isRunning else { throw failure("already running") }
         try writeConfig()
         let settings = (try? String(contentsOfFile: configPath, encoding: .utf8)) ?? ""

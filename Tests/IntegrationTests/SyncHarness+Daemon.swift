@@ -38,7 +38,7 @@ final class SyncDaemon: NimbusdProcess {
         try launch(arguments: arguments, environment: environment, launcher: launcher)
     }
 
-    func start(timeout: Duration = .seconds(30)) async throws {
+    func start(timeout: Duration = NimbusdProcess.readyDeadline) async throws {
         try launch()
         try await waitUntilReady(timeout: timeout)
     }

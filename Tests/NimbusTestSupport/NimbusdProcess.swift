@@ -92,8 +92,12 @@ open class NimbusdProcess: @unchecked Sendable {
     /// The last sd_notify messages received (READY, STATUS, STOPPING…), for diagnostics.
     public var notifications: [String] { notify?.recent ?? [] }
 
-    /// Waits for `READY=1` on the notification socket; fails if the process exits first.
-    public func waitUntilReady(timeout: Duration = .seconds(30)) async throws {
+    /// Waits for `READY=1` on the notification socket; fails if the process exits first. The
+    /// deadline is generous: a start after kill -9 recovers first, and a loaded machine was
+    /// seen to take more than 30 s (the wait ends as soon as READY=1 comes).
+    public static let readyDeadline: Duration = .seconds(120)
+
+    public func waitUntilReady(timeout: Duration = NimbusdProcess.readyDeadline) async throws {
         let deadline = ContinuousClock.now + timeout
         while !receivedReady() {
             guard isRunning else { throw failure("exited before it was ready (\(exitDescription))") }
