@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import NimbusTestSupport
+import Synchronization
 import Testing
 
 /// The harness's own child processes: what the suites rely on when they start readers,
@@ -45,4 +46,59 @@ import Testing
         let descriptors = process.output.split(separator: "\n").compactMap { Int32($0) }
         #expect(descriptors.contains(1) && !descriptors.contains(held), "the child holds \(descriptors); the pipe was \(held)")
     }
+
+    static let setprivMissing = FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")
+        ? nil : "skipped: util-linux's setpriv is not installed, so children cannot be tied to the test process"
+
+    /// A crashed test run once left about a hundred nimbusd running, which used up
+    /// fs.inotify.max_user_instances for every other run: a child now dies with the test process.
+    @Test(.enabled(if: setprivMissing == nil, Comment(rawValue: setprivMissing ?? "")))
+    func aChildDiesWithTheTestProcess() async throws {
+        let scratch = try TemporaryDirectory.make("nimbus-bg")
+        defer { TemporaryDirectory.remove(scratch, label: "BackgroundProcessTests") }
+        let process = try BackgroundProcess("/usr/bin/setpriv", ["--dump"], scratch: scratch)
+        try await process.waitForExit(timeout: .seconds(20))
+        #expect(process.output.contains("Parent death signal: KILL"), "\(process.output)")
+    }
+
+    /// The kernel sends that signal when the *thread* that started the child ends, and the test
+    /// runner's threads may end while a test still runs: a child must outlive the one that asked.
+    @Test(.enabled(if: setprivMissing == nil, Comment(rawValue: setprivMissing ?? "")))
+    func aChildOutlivesTheThreadThatAskedForIt() async throws {
+        let scratch = try TemporaryDirectory.make("nimbus-bg")
+        defer { TemporaryDirectory.remove(scratch, label: "BackgroundProcessTests") }
+        let started = Locked<(child: BackgroundProcess?, error: String?, thread: pid_t)>((nil, nil, 0))
+        Thread {
+            let result = Result { try BackgroundProcess(SyncHarness.tool("sleep"), ["300"], scratch: scratch) }
+            // "PID/task/TID": this thread's id (Glibc's gettid is not imported).
+            let thread = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self"))
+                .flatMap { $0.split(separator: "/").last.flatMap { pid_t($0) } } ?? -1
+            started.mutex.withLock { $0 = ((try? result.get()), result.failureDescription, thread) }
+        }.start()
+        try await Polling.eventually("the thread that asked for the child to end", timeout: .seconds(60)) {
+            let (child, error, thread) = started.mutex.withLock { $0 }
+            if let error { throw HarnessFailure(error) }
+            guard child != nil else { return "no child yet" }
+            return FileManager.default.fileExists(atPath: "/proc/self/task/\(thread)") ? "thread \(thread) still there" : nil
+        }
+        let child = try #require(started.mutex.withLock { $0.child })
+        defer { child.stop() }
+        // A parent-death signal would have been sent as that thread ended; its effect is
+        // given a moment to show (the one wait here for something that must not happen).
+        #expect(!(try await child.exited(within: .seconds(2))), "the child died with the thread that asked for it: \(child.exitDescription)")
+    }
+}
+
+extension Result {
+    /// What the failure says, nil on success.
+    var failureDescription: String? {
+        if case .failure(let error) = self { return "\(error)" }
+        return nil
+    }
+}
+
+/// A value behind a lock that closures on other threads can share.
+final class Locked<Value: Sendable>: Sendable {
+    let mutex: Mutex<Value>
+    init(_ value: Value) { mutex = Mutex(value) }
 }

@@ -8,7 +8,9 @@ import Synchronization
 /// `ChildProcess.spawn`, so it inherits no descriptor of the test process (an inherited pipe
 /// would keep another test waiting): a shell opens the files in place of stdin, stdout and
 /// stderr, moves to the working directory and replaces itself with the program (same pid).
-/// The exit status, which any thread may collect with waitpid(2), is behind a lock.
+/// The exit status, which any thread may collect with waitpid(2), is behind a lock. It dies
+/// with the test process, even one that crashes (`SpawningThread`); a program that changes
+/// its user (a `setpriv --reuid` launcher) clears that, as the kernel does for any such change.
 public final class BackgroundProcess: Sendable {
     public let command: [String]
     public let outputPath: String
@@ -28,10 +30,11 @@ public final class BackgroundProcess: Sendable {
         // The shell opens the files in place of its stdin, stdout and stderr, then becomes the program.
         let errors = errorPath == nil ? "2>&1" : "2>>\"$err\""
         let script = "out=$1; err=$2; in=$3; dir=$4; shift 4; cd \"$dir\" || exit 127; exec \"$@\" >>\"$out\" \(errors) <\"$in\""
-        pid = try ChildProcess.spawn("/bin/sh", arguments: [
+        let arguments = [
             "-c", script, "sh", outputPath, self.errorPath, standardInput ?? "/dev/null",
             currentDirectory ?? FileManager.default.currentDirectoryPath,
-        ] + command, environment: environment)
+        ] + SpawningThread.dieWithParent + command
+        pid = try SpawningThread.shared.run { try ChildProcess.spawn("/bin/sh", arguments: arguments, environment: environment) }
     }
 
     /// The same with the output in a new file of `scratch` (stderr in another one when
