@@ -145,6 +145,18 @@ import Testing
         }
     }
 
+    /// A file last changed before 1970 with a fraction of a second (an old archive's) keeps
+    /// its mtime: the kernel wants the second below it and a fraction from 0 up, not a
+    /// negative fraction (EINVAL).
+    @Test(arguments: [-500_000_000, -1, -1_000_000_000, -86_400_123_456_789] as [Int64])
+    func anMtimeBeforeNineteenSeventyIsKeptToTheNanosecond(mtime: Int64) throws {
+        try withRoot { scratch, fs in
+            try fs.writeFile(path("old"), contents: [], mode: 0o644)
+            try fs.setAttributes(path("old"), mode: nil, mtime: mtime)
+            #expect(try fs.metadata(of: path("old"))?.mtime == mtime)
+        }
+    }
+
     @Test func contentHashIsXXHash64OfTheContent() throws {
         try withRoot { scratch, fs in
             let content = randomBytes(3 << 20 + 11, seed: 5)
