@@ -7,17 +7,30 @@ import NimbusVocabulary
 extension PairRuntime {
     func loop() {
         while true {
-            let wakeUp = nextWakeUp()
-            // Going idle after a burst: give back what the burst freed (the initial sync of
-            // 10 000 files leaves about 1.5 MiB of free pages behind; trimming after each pass
-            // missed what the watchers' echo events freed afterwards).
-            if workSinceTrim >= Self.trimAfterWork && batcher.batcher.nextDeadline == nil {
-                engine.returnFreeMemory()
-                workSinceTrim = 0
-            }
-            guard handle(inbox.wait(until: wakeUp, clock: clock)) else { return }
+            handBackMemoryIfIdle()
+            guard handle(inbox.wait(until: nextWakeUp(), clock: clock)) else { return }
             turn()
         }
+    }
+
+    /// Going idle after a burst: gives back what the burst freed (the initial sync of 10 000
+    /// files leaves about 1.5 MiB of free pages behind; trimming after each pass missed what
+    /// the watchers' echo events freed afterwards) and unmaps the code it ran. After less work
+    /// (a few files, the tail of a burst), the same once the pair has been idle for
+    /// `settledTrimDelay`: a one-file pass maps about 1.6 MiB of code again, which would
+    /// otherwise stay until the next burst. True when memory was handed back.
+    @discardableResult
+    func handBackMemoryIfIdle() -> Bool {
+        guard workSinceTrim > 0, batcher.batcher.nextDeadline == nil else { return false }
+        let now = clock.monotonicNow
+        guard workSinceTrim >= Self.trimAfterWork || settledTrim.map({ now >= $0 }) == true else {
+            if settledTrim == nil { settledTrim = now + Self.settledTrimDelay }
+            return false
+        }
+        engine.returnFreeMemory()
+        workSinceTrim = 0
+        settledTrim = nil
+        return true
     }
 
     /// For tests driving the runtime on their own thread: handles what was posted and does
@@ -32,9 +45,11 @@ extension PairRuntime {
     func nextWakeUp() -> MonotonicInstant? {
         let usesCache = engine.settings.cacheLimit != nil || engine.settings.evictAfter != nil
         let paused = engine.isPaused
+        // A hand-back that is due waits for the batch being gathered (and its pass).
+        let trim = batcher.batcher.nextDeadline == nil ? settledTrim : nil
         let deadlines = [paused ? nil : batcher.batcher.nextDeadline, engine.nextRetry, batcher.nextRescan, batcher.nextPoll,
                          usesCache && !paused ? nextCacheCheck : nil,
-                         isHalted ? nextHaltedCheck : nil, nextWatchdog]
+                         isHalted ? nextHaltedCheck : nil, nextWatchdog, trim]
         return deadlines.compactMap { $0 }.min()
     }
 

@@ -78,6 +78,9 @@ public final class PairRuntime<FS: FileSystem, Watcher: TreeWatching>: @unchecke
     static var haltedCheckInterval: Duration { .seconds(2) }
     /// How much work (paths synced, events absorbed) makes going idle worth a `malloc_trim`.
     static var trimAfterWork: Int { 1_000 }
+    /// How long the pair stays idle after less work than that before memory is handed back
+    /// anyway (`handBackMemoryIfIdle`); also the shortest time between two such hand-backs.
+    static var settledTrimDelay: Duration { .seconds(10) }
     /// When the versions store may next be pruned after a full scan.
     var nextPrune = MonotonicInstant.origin
     static var pruneInterval: Duration { .minutes(10) }
@@ -105,6 +108,9 @@ public final class PairRuntime<FS: FileSystem, Watcher: TreeWatching>: @unchecke
     /// Paths synced and watch events absorbed since memory was last handed back to the
     /// system: a burst frees far more than it keeps, spread over every thread's malloc arena.
     var workSinceTrim = 0
+    /// When memory is handed back if the pair is still idle then, after less work than
+    /// `trimAfterWork`; nil when there was no work since the last hand-back.
+    var settledTrim: MonotonicInstant?
     /// Fills real-name placeholders when programs open them; nil in the suffix style.
     var hydration: HydrationServer?
 

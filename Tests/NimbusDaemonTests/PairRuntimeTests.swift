@@ -99,4 +99,23 @@ import NimbusVocabulary
             #expect(pair.content(pair.cloud, "d/f\(i)") == "content \(i)")
         }
     }
+
+    /// After a small pass, memory is handed back (heap trimmed, code unmapped) only once the
+    /// pair has stayed idle for `settledTrimDelay`, and not again before there is new work.
+    @Test func memoryIsHandedBackAfterASmallPassOnceThePairHasSettled() throws {
+        let pair = MemoryRuntime()
+        let runtime = pair.runtime
+        runtime.begin()
+        defer { runtime.finish() }
+        #expect(!runtime.handBackMemoryIfIdle() && runtime.settledTrim == nil, "no work since the start")
+        try pair.local.write(rp("a"), "one")
+        pair.watcher(.local)?.push([WatchEvent(.created, rp("a"), isDirectory: false)])
+        try pair.stepUntil("a reaches the cloud") { pair.content(pair.cloud, "a") == "one" }
+        #expect(!runtime.handBackMemoryIfIdle(), "one file is not worth a hand-back at once")
+        let due = try #require(runtime.settledTrim)
+        #expect(runtime.nextWakeUp().map { $0 <= due } == true, "the loop must wake up for it")
+        pair.clock.advance(by: MemoryRuntime.Runtime.settledTrimDelay)
+        #expect(runtime.handBackMemoryIfIdle())
+        #expect(!runtime.handBackMemoryIfIdle() && runtime.settledTrim == nil, "nothing happened since")
+    }
 }
