@@ -77,11 +77,14 @@ extension SyncEngine {
     /// that raced it lands within moments, and this device sees it at its next poll.
     static var uploadMemory: Duration { .minutes(10) }
 
-    /// Remembers an upload to a content-checked cloud (forgets the path after a download).
+    /// Remembers an upload to a content-checked cloud. A download forgets it, unless it brought
+    /// the same content back (an rclone mount shows other attributes for a file soon after its
+    /// upload): that version is still only at its name, where a blind create can replace it.
     func noteInstalled(_ path: RelativePath, on side: Side, hash: ContentHash?) {
         let now = clock.wallNow
         state.withLock { s in
             guard side == .cloud, let hash, s.status.cloudWriteProtocol.verifiesContent else {
+                if let hash, s.recentUploads[path]?.hash == hash { return }
                 s.recentUploads[path] = nil
                 return
             }
@@ -107,13 +110,13 @@ extension SyncEngine {
             return
         }
         // Still there (only the attributes the client shows changed, as an rclone mount's do
-        // after an upload), or kept by whoever replaced it: nothing is lost.
-        var kept = (try? cloud.contentHash(of: path)) == upload.hash
-        if !kept {
-            let versions = try VersionStore(device: settings.deviceName).versions(of: path, in: cloud)
-            kept = versions.contains { version in
-                version.metadata.size == upload.hash.size && (try? cloud.contentHash(of: version.location)) == upload.hash
-            }
+        // after an upload): nothing is lost, but it is still remembered, since a blind create
+        // can still replace it.
+        if (try? cloud.contentHash(of: path)) == upload.hash { return }
+        // Kept by whoever replaced it: nothing is lost, and nothing more can be.
+        let versions = try VersionStore(device: settings.deviceName).versions(of: path, in: cloud)
+        let kept = versions.contains { version in
+            version.metadata.size == upload.hash.size && (try? cloud.contentHash(of: version.location)) == upload.hash
         }
         if kept {
             state.withLock { _ = $0.recentUploads.removeValue(forKey: path) }

@@ -50,4 +50,25 @@ import NimbusSystem
         #expect(pair.content(pair.local, "y.txt") == "v1\nv2\n")
         #expect(!pair.cloud.snapshot().keys.contains { displayString($0.name).contains("(conflict from") })
     }
+
+    /// An rclone mount shows other attributes for a file soon after it was uploaded: the next
+    /// look sees a cloud change and downloads the same content. Before, that look forgot the
+    /// upload, and a create by another device replacing it a moment later was then downloaded
+    /// over this device's version: in no tree, not in the versions store.
+    @Test func anUploadWhoseAttributesChangedIsStillKeptWhenReplacedBlindly() throws {
+        let pair = sharedPair()
+        try pair.local.write(rp("z.txt"), "mine\n")
+        pair.sync()
+        let uploaded = try #require(try pair.cloud.metadata(of: rp("z.txt")))
+        try pair.cloud.setAttributes(rp("z.txt"), mode: nil, mtime: uploaded.mtime + 1_000_000_000)
+        pair.sync()
+        #expect(pair.content(pair.local, "z.txt") == "mine\n")
+
+        try pair.cloud.write(rp("z.txt"), "theirs\n")
+        pair.sync()
+        #expect(pair.content(pair.cloud, "z.txt") == "theirs\n")
+        let copies = pair.cloud.snapshot().keys.filter { displayString($0.name).hasPrefix("z (conflict from laptop ") }
+        #expect(copies.count == 1, "\(pair.cloud.snapshot().keys.map { "\($0)" })")
+        #expect(copies.first.map { pair.content(pair.cloud, "\($0)") } == "mine\n")
+    }
 }
