@@ -78,10 +78,14 @@ public final class TreeWatcher: Sendable {
             if let limit = watched.takeLimitReached() { return [limit] }
             while true {
                 let ready = try wait(for: watched.inotify.descriptor, until: deadline)
-                if ready.events && !ready.woken, let gatheringMilliseconds { try gather(for: gatheringMilliseconds) }
+                var woken = ready.woken
+                if ready.events && !woken, let gatheringMilliseconds { woken = try gather(for: gatheringMilliseconds) }
                 let events = ready.events ? try watched.readEvents() : []
                 if ready.woken { wakeSignal.acknowledge() }
-                if !events.isEmpty || ready.woken || !ready.events { return events }
+                // A wake taken while gathering returns too, even when every event read was one
+                // that is not reported (a temporary file's): `close()` waits for this return,
+                // holding nothing, and a wake is not given twice.
+                if !events.isEmpty || woken || !ready.events { return events }
             }
         }
     }
@@ -102,8 +106,8 @@ public final class TreeWatcher: Sendable {
     /// How many directories have a watch, as of the last `next`. Never waits.
     public var watchedDirectoryCount: Int { watchCount.load(ordering: .relaxed) }
 
-    /// Lets events gather for `milliseconds`, or until `wake()`.
-    private func gather(for milliseconds: Int32) throws {
+    /// Lets events gather for `milliseconds`, or until `wake()`; true when woken.
+    private func gather(for milliseconds: Int32) throws -> Bool {
         var fds = [pollfd(fd: wakeSignal.readEnd.rawValue, events: Int16(POLLIN), revents: 0)]
         do {
             _ = try Sys.poll(&fds, milliseconds)
@@ -111,7 +115,9 @@ public final class TreeWatcher: Sendable {
             throw errno.at("poll", root)
         }
         // The wake is taken: the events read now are what the waker wanted to see returned.
-        if fds[0].revents != 0 { wakeSignal.acknowledge() }
+        guard fds[0].revents != 0 else { return false }
+        wakeSignal.acknowledge()
+        return true
     }
 
     private func wait(for inotify: FileDescriptor,

@@ -66,6 +66,42 @@ struct TreeWatcherGatheringTests {
         #expect(batch.contains { $0.kind == .closedWrite && $0.path.description == "f" }, "\(batch)")
     }
 
+    /// A wake during the gathering returns even when no event read is reported (a temporary
+    /// file's are not). Before, `next` waited again, holding its lock, with the wake taken:
+    /// `close()` then waited for it for ever, and nimbusd did not stop on SIGTERM.
+    @Test func aWakeWhileGatheringOnlyUnreportedEventsReturns() throws {
+        let root = try TemporaryDirectory.make("nimbus-gather")
+        defer { TemporaryDirectory.remove(root, label: "aWakeWhileGatheringOnlyUnreportedEventsReturns") }
+        let watcher = try TreeWatcher(root: SystemPath(root), options: .init(gathering: .seconds(3600)))
+        defer { watcher.close() }
+        let file = open("\(root)/.nimbus-tmp-0123456789abcdef", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        try #require(file >= 0)
+        close(file)
+
+        // A thread of its own, so that "in poll" means this wait and nothing else.
+        let reader = Mutex<String?>(nil)
+        let batch = Mutex<[WatchEvent]?>(nil)
+        let returned = DispatchSemaphore(value: 0)
+        Thread {
+            reader.withLock { $0 = try? Self.threadID() }
+            let events = try? watcher.next(timeout: nil)
+            batch.withLock { $0 = events }
+            returned.signal()
+        }.start()
+        try Polling.wait("the reader to gather") {
+            guard let id = reader.withLock({ $0 }) else { return false }
+            return try Self.isWaitingInPoll(id)
+        }
+        watcher.wake()
+        let woke = returned.wait(timeout: .now() + 30) == .success
+        if !woke {
+            watcher.wake()  // Lets the lost reader go, so that the watcher can close.
+            _ = returned.wait(timeout: .now() + 30)
+        }
+        #expect(woke, "the wake was taken while gathering and next() waited again")
+        #expect(batch.withLock { $0 } == [], "\(String(describing: batch.withLock { $0 }))")
+    }
+
     /// This thread's id: /proc/thread-self links to PID/task/TID.
     static func threadID() throws -> String {
         try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self").split(separator: "/").last.map(String.init) ?? "?"
