@@ -58,9 +58,7 @@ extension PairRuntime {
         for message in messages {
             switch message {
             case .stop: return false
-            case .run(let work):
-                work()
-                endWatchersGathering()
+            case .run(let work): work()
             case .events(let side, let events):
                 workSinceTrim += events.count
                 absorb(events, from: side)
@@ -106,7 +104,6 @@ extension PairRuntime {
             engine.sync(paths)
             workSinceTrim += paths.count
         }
-        endWatchersGathering()
         if !isHalted { restartMissingWatchers() }
         pruneVersionsIfDue(now: now, afterFullScan: batch == .everything)
         let line = statusLine()

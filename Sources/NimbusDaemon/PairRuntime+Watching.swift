@@ -9,6 +9,12 @@ public protocol TreeWatching: AnyObject, Sendable {
     func next(timeout: Duration?) throws -> [WatchEvent]
     func wake()
     func close()
+    /// Reads each event as it comes from now on, ending a gathering under way.
+    func stopGathering()
+}
+
+extension TreeWatching {
+    public func stopGathering() { wake() }
 }
 
 extension TreeWatcher: TreeWatching {}
@@ -32,7 +38,7 @@ extension PairRuntime {
     func startWatcher(_ side: Side) -> Bool {
         let root = side == .local ? options.localRoot : options.cloudRoot
         // Opens in the local folder: placeholders to download, last use for the cache budget.
-        let options = TreeWatcher.Options(reportsOpens: side == .local, gathering: Self.watchGathering,
+        let options = TreeWatcher.Options(reportsOpens: side == .local, gathering: watchersGather ? Self.watchGathering : .zero,
                                           exclude: { path in side == .cloud && path == RootMarkers.cloudDirectory })
         let watcher: Watcher
         do {
@@ -61,20 +67,22 @@ extension PairRuntime {
         return true
     }
 
-    /// How long a watcher lets a burst of events gather before reading it (`TreeWatcher.Options`).
-    /// Our own sync is such a burst: every file it reads (IN_OPEN), renames into place and
-    /// marks (IN_ATTRIB) is an event, and a watcher woken for each one costs the engine a
-    /// wake-up in each of those system calls. 5 ms is far below the batcher's quiet period
-    /// (2 s) and below what a person opening a placeholder notices.
+    /// How long a watcher lets a burst of events gather before reading it (`TreeWatcher.Options`),
+    /// during the first pass. That pass is such a burst: every file it reads (IN_OPEN), renames
+    /// into place and marks (IN_ATTRIB) is an event, and a watcher woken for each one costs the
+    /// engine a wake-up in each of those system calls. 5 ms is far below the batcher's quiet
+    /// period (2 s) and below what a person opening a placeholder notices.
     static var watchGathering: Duration { .milliseconds(5) }
 
-    /// Ends the watchers' gathering once the engine's work is done: what it caused is read
-    /// and looked at now, as without gathering. Left to run out, it would put the engine's
-    /// look at a file it just wrote up to 5 ms later, into the time a program may be renaming
-    /// that file, and the look would find it gone: a deletion, where the rename's own events
-    /// (read with the next batch) would have made it a rename.
-    func endWatchersGathering() {
-        for watcher in watchers.values { watcher.wake() }
+    /// After the first pass, watchers read each event as it comes, and what the pass caused is
+    /// read at once. Later passes are not gathered for: the look that an event of our own
+    /// write brings (at a file just uploaded) would come up to 5 ms later, into the time a
+    /// program may be renaming that file, and find it gone: a deletion, where the rename's
+    /// own events, read with the next batch, would have made it a rename (SyncBasicsTests'
+    /// 100 MB rename caught it even with the gathering ended at each pass's end).
+    func stopWatchersGathering() {
+        watchersGather = false
+        for watcher in watchers.values { watcher.stopGathering() }
     }
 
     /// Turns watch events into batcher hints. Events are hints: the scan decides.

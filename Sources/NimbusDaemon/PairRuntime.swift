@@ -66,6 +66,9 @@ public final class PairRuntime<FS: FileSystem, Watcher: TreeWatching>: @unchecke
     /// The local folder's `.nimbusignore`; nil when there is none.
     let readIgnoreFile: () throws -> [UInt8]?
     var watchers: [Side: Watcher] = [:]
+    /// Whether watchers started now gather bursts (`watchGathering`): only until the first
+    /// pass is done.
+    var watchersGather = true
     var batcher: EngineBatcherState
     /// Set before the watchers are woken at shutdown, so their threads do not wait again.
     let stopping = Atomic<Bool>(false)
@@ -240,7 +243,7 @@ public final class PairRuntime<FS: FileSystem, Watcher: TreeWatching>: @unchecke
         engine.claimOwnership()
         startWatchers()
         engine.start()
-        endWatchersGathering()
+        stopWatchersGathering()
         nextPrune = clock.monotonicNow + Self.pruneInterval
         // Stopped during the first pass (SIGTERM): straight to the clean stop.
         if !engine.isStopping {

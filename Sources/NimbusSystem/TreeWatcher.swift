@@ -40,8 +40,8 @@ public final class TreeWatcher: Sendable {
     private let wakeSignal: WakeSignal
     /// Copied from the tree after each change, so that reading it never waits for `next`.
     private let watchCount: Atomic<Int>
-    /// `Options.gathering` in milliseconds, as poll takes it; nil for none.
-    private let gatheringMilliseconds: Int32?
+    /// `Options.gathering` in milliseconds, as poll takes it; 0 for none (or after `stopGathering`).
+    private let gatheringMilliseconds: Atomic<Int32>
 
     /// Watches `root` and every directory below it. Directories that could not be watched
     /// for lack of inotify watches are reported by the first `next` as `watchLimitReached`;
@@ -55,7 +55,7 @@ public final class TreeWatcher: Sendable {
             throw error
         }
         self.root = root
-        gatheringMilliseconds = options.gathering > .zero ? options.gathering.pollMilliseconds() : nil
+        gatheringMilliseconds = Atomic(options.gathering > .zero ? options.gathering.pollMilliseconds() : 0)
         watchCount = Atomic(watched.directories.count)
         tree = Mutex(watched)
     }
@@ -79,7 +79,8 @@ public final class TreeWatcher: Sendable {
             while true {
                 let ready = try wait(for: watched.inotify.descriptor, until: deadline)
                 var woken = ready.woken
-                if ready.events && !woken, let gatheringMilliseconds { woken = try gather(for: gatheringMilliseconds) }
+                let gathering = gatheringMilliseconds.load(ordering: .relaxed)
+                if ready.events && !woken && gathering > 0 { woken = try gather(for: gathering) }
                 let events = ready.events ? try watched.readEvents() : []
                 if ready.woken { wakeSignal.acknowledge() }
                 // A wake taken while gathering returns too, even when every event read was one
@@ -101,6 +102,13 @@ public final class TreeWatcher: Sendable {
         tree.withLock { tree in tree.take()?.close() }
         watchCount.store(0, ordering: .relaxed)
         wakeSignal.close()
+    }
+
+    /// Reads each event as it comes from now on; a gathering under way ends at once. Callable
+    /// from any thread.
+    public func stopGathering() {
+        gatheringMilliseconds.store(0, ordering: .relaxed)
+        wake()
     }
 
     /// How many directories have a watch, as of the last `next`. Never waits.

@@ -27,9 +27,7 @@ struct TreeWatcherGatheringTests {
                 // event is the one that wakes it.
                 try Polling.wait("the reader to wait in poll") { try Self.isWaitingInPoll(reader) }
                 for index in 0..<Self.files {
-                    let file = open("\(root)/f\(index)", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-                    guard file >= 0 else { throw HarnessFailure("cannot create \(root)/f\(index): errno \(errno)") }
-                    close(file)
+                    try Self.create("\(root)/f\(index)")
                 }
             } catch {
                 written.withLock { $0 = error }
@@ -44,26 +42,55 @@ struct TreeWatcherGatheringTests {
         #expect(missing.isEmpty, "the first batch (\(batch.count) events) lacks the close of \(missing.count) files, first \(missing.prefix(3))")
     }
 
-    /// `wake()` ends the gathering: nimbusd wakes its watchers when a pass is done, so that
-    /// what the pass caused is looked at at once. The gathering here would last an hour.
+    /// `wake()` ends the gathering under way, and the events come back.
     @Test(.timeLimit(.minutes(1))) func wakeEndsTheGatheringAndTheEventsComeBack() throws {
+        try Self.gatheringForAnHour { watcher, root in
+            let batch = try Self.nextEndingTheGathering(watcher) { $0.wake() }
+            #expect(batch.contains { $0.kind == .closedWrite && $0.path.description == "f" }, "\(batch)")
+        }
+    }
+
+    /// `stopGathering()` (nimbusd's, after its first pass) ends a gathering under way, and the
+    /// next event is read as it comes.
+    @Test(.timeLimit(.minutes(1))) func stopGatheringEndsItForGood() throws {
+        try Self.gatheringForAnHour { watcher, root in
+            let first = try Self.nextEndingTheGathering(watcher) { $0.stopGathering() }
+            #expect(first.contains { $0.kind == .closedWrite && $0.path.description == "f" }, "\(first)")
+            try Self.create("\(root)/g")
+            // Read as it comes: the first batch that holds anything holds it, long before an hour.
+            var later: [WatchEvent] = []
+            while later.isEmpty { later = try watcher.next(timeout: .seconds(30)) }
+            #expect(later.contains { $0.kind == .closedWrite && $0.path.description == "g" }, "\(later)")
+        }
+    }
+
+    /// A watcher that would gather for an hour (the tests' time limit fails them first), with
+    /// the events of a file `f` queued.
+    static func gatheringForAnHour(_ body: (TreeWatcher, String) throws -> Void) throws {
         let root = try TemporaryDirectory.make("nimbus-gather")
-        defer { TemporaryDirectory.remove(root, label: "wakeEndsTheGatheringAndTheEventsComeBack") }
+        defer { TemporaryDirectory.remove(root, label: "gatheringForAnHour") }
         let watcher = try TreeWatcher(root: SystemPath(root), options: .init(gathering: .seconds(3600)))
         defer { watcher.close() }
-        let file = open("\(root)/f", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        try #require(file >= 0)
-        close(file)
+        try create("\(root)/f")
+        try body(watcher, root)
+    }
 
-        let reader = try Self.threadID()
-        let waker = Thread {
-            // The events are queued already, so the reader's poll is the gathering's.
-            try? Polling.wait("the reader to gather") { try Self.isWaitingInPoll(reader) }
-            watcher.wake()
+    /// `next()`, with `end` called from another thread once this one gathers: the events are
+    /// queued already, so its poll is the gathering's.
+    static func nextEndingTheGathering(_ watcher: TreeWatcher, _ end: @escaping @Sendable (TreeWatcher) -> Void) throws -> [WatchEvent] {
+        let reader = try threadID()
+        let ender = Thread {
+            try? Polling.wait("the reader to gather") { try isWaitingInPoll(reader) }
+            end(watcher)
         }
-        waker.start()
-        let batch = try watcher.next(timeout: nil)
-        #expect(batch.contains { $0.kind == .closedWrite && $0.path.description == "f" }, "\(batch)")
+        ender.start()
+        return try watcher.next(timeout: nil)
+    }
+
+    static func create(_ path: String) throws {
+        let file = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        guard file >= 0 else { throw HarnessFailure("cannot create \(path): errno \(errno)") }
+        close(file)
     }
 
     /// A wake during the gathering returns even when no event read is reported (a temporary
