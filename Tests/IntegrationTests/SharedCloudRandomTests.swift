@@ -68,6 +68,7 @@ struct SharedCloudRandomTests {
         var random = SeededRandom(seed: seed)
         let names = ["a.txt", "b.txt", "c.txt", "d.txt"]
         var written: [[UInt8]] = []
+        var fileOf: [[UInt8]: String] = [:]
         // The last version each device wrote to each file: a device writes a file again only
         // once its previous version reached the server, else that version was never meant to
         // leave the device (an editor saving twice) and "lost" would mean nothing.
@@ -97,6 +98,7 @@ struct SharedCloudRandomTests {
                 let before = try SyncFiles.read(path) ?? []
                 try SyncFiles.write(path, before + line)
                 written.append(before + line)
+                fileOf[before + line] = name
                 unsent[device.device + "/" + name] = before + line
             }
             try await Task.sleep(for: .milliseconds(50 + random.next(below: 150)))
@@ -119,10 +121,10 @@ struct SharedCloudRandomTests {
             // (BlindOverwriteTests); if it already built on it, that later version holds every
             // line of it, and only that exact version is gone.
             let unseen = lost.filter { !builtOn($0) }
-            #expect(unseen.isEmpty, "seed \(seed): \(unseen.count) of \(written.count) versions are nowhere and no file builds on them, e.g. \(unseen.prefix(3).map { String(decoding: $0, as: UTF8.self) })")
+            #expect(unseen.isEmpty, "seed \(seed): \(unseen.count) of \(written.count) versions are nowhere and no file builds on them, e.g. \(unseen.prefix(3).map { String(decoding: $0, as: UTF8.self) })\n\(Self.whatTheDevicesDid(cloud, files: Set(unseen.compactMap { fileOf[$0] })))")
             print("[shared cloud, \(mount)] seed \(seed): \(lost.count) versions replaced by a simultaneous create after their author had built on them")
         } else {
-            #expect(lost.isEmpty, "seed \(seed): \(lost.count) of \(written.count) versions are nowhere, e.g. \(lost.prefix(3).map { String(decoding: $0, as: UTF8.self) })")
+            #expect(lost.isEmpty, "seed \(seed): \(lost.count) of \(written.count) versions are nowhere, e.g. \(lost.prefix(3).map { String(decoding: $0, as: UTF8.self) })\n\(Self.whatTheDevicesDid(cloud, files: Set(lost.compactMap { fileOf[$0] })))")
         }
 
         let conflicts = server.keys.filter { $0.contains(" (conflict from ") }.count
@@ -130,5 +132,16 @@ struct SharedCloudRandomTests {
         print("[shared cloud, \(mount)] seed \(seed): \(written.count) versions written by 3 devices in \(rounds) rounds; "
               + "\(conflicts) conflict copies; \(overwritten.count) silent overwrites (versions kept only in the versions store)")
         for device in cloud.devices { try await device.stop() }
+    }
+
+    /// For a failure that a replay with the same seed does not repeat (it depends on timing):
+    /// what each device's log (at debug level) says of `files` and their conflict copies, so
+    /// the run that failed tells what happened to the lost versions.
+    static func whatTheDevicesDid(_ cloud: SharedCloud, files: Set<String>) -> String {
+        let words = files.flatMap { [$0, $0.replacingOccurrences(of: ".txt", with: " (conflict")] }
+        return cloud.devices.map { device in
+            let lines = device.log.split(separator: "\n").filter { line in words.contains { line.contains($0) } }
+            return "--- \(device.device), of \(files.sorted()):\n" + lines.suffix(120).joined(separator: "\n")
+        }.joined(separator: "\n")
     }
 }
