@@ -86,20 +86,21 @@ public enum Placeholder {
         String(decoding: name, as: UTF8.self).map { $0.isNewline ? " " : String($0) }.joined()
     }
 
-    /// `2026-11-21T16:22:37.123456789Z`: a file mtime (data, nanoseconds since the epoch) as
-    /// text. Kept as it is, digit for digit, so that placeholders already written still read
-    /// as placeholders (an mtime before 1970 shows its fraction past the wrong second).
+    /// `2026-11-21T16:22:37.123456789Z`: a file mtime (data, nanoseconds since the epoch) as text.
     static func rfc3339(_ nanoseconds: Int64) -> String {
-        let (seconds, fraction) = nanoseconds.quotientAndRemainder(dividingBy: 1_000_000_000)
-        let (days, secondOfDay) = seconds.quotientAndRemainder(dividingBy: 86_400)
-        let (y, m, d) = civilDate(daysSinceEpoch: secondOfDay < 0 ? days - 1 : days)
-        let s = secondOfDay < 0 ? secondOfDay + 86_400 : secondOfDay
-        func pad(_ v: Int64, _ width: Int) -> String {
-            let digits = String(v)
-            return String(repeating: "0", count: max(0, width - digits.count)) + digits
-        }
-        let nanos = fraction < 0 ? fraction + 1_000_000_000 : fraction
-        return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(s / 3600, 2)):\(pad(s % 3600 / 60, 2)):\(pad(s % 60, 2)).\(pad(nanos, 9))Z"
+        CivilTime(WallInstant(mtime: nanoseconds)).rfc3339()
+    }
+
+    /// Whether `bytes` are exactly the placeholder of `path` for `cloud`: what `contents` writes
+    /// now, or what Nimbus wrote before a fix. Until then an mtime before 1970 with a fraction
+    /// was written one second late (−1.5 s as 23:59:59.5, since the seconds were truncated
+    /// toward zero); such a placeholder is still ours, not a file the user edited.
+    public static func matches(_ bytes: [UInt8], for path: RelativePath, cloud: FileMetadata) -> Bool {
+        if bytes == contents(for: path, cloud: cloud) { return true }
+        guard cloud.mtime < 0, cloud.mtime % 1_000_000_000 != 0 else { return false }
+        var writtenLate = cloud
+        writtenLate.mtime += 1_000_000_000
+        return bytes == contents(for: path, cloud: writtenLate)
     }
 }
 

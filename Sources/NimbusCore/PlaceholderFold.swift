@@ -152,10 +152,12 @@ private struct SuffixFolder<Records: PlaceholderRecords> {
         }
     }
 
-    func holds(_ file: RelativePath, exactly text: [UInt8], _ fold: inout PlaceholderFold) -> Bool? {
+    /// Whether `file` holds exactly the placeholder of `path` for `cloud` (`Placeholder.matches`);
+    /// nil when not known yet.
+    func holdsPlaceholder(_ file: RelativePath, of path: RelativePath, cloud: FileMetadata, _ fold: inout PlaceholderFold) -> Bool? {
         switch bytes(file, &fold) {
         case nil: return nil
-        case .bytes(let b)?: return b == text
+        case .bytes(let b)?: return Placeholder.matches(b, for: path, cloud: cloud)
         default: return false
         }
     }
@@ -309,7 +311,7 @@ private struct SuffixFolder<Records: PlaceholderRecords> {
                   cloud[target]?.isUnchanged(from: atTarget.base.cloud) == true {
             // Evicted, and stopped before the journal said so: the placeholder is ours if it
             // says exactly what ours would.
-            switch holds(file, exactly: Placeholder.contents(for: target, cloud: atTarget.base.cloud), &fold) {
+            switch holdsPlaceholder(file, of: target, cloud: atTarget.base.cloud, &fold) {
             case nil: return
             case true?:
                 fold.repairs.append(.adoptPlaceholder(target, placeholder: meta, cloud: atTarget.base.cloud))
@@ -325,7 +327,7 @@ private struct SuffixFolder<Records: PlaceholderRecords> {
         }
         fold.local[file] = nil
         if !meta.isUnchanged(from: record.base.local) {
-            switch holds(file, exactly: Placeholder.contents(for: recordPath, cloud: record.base.cloud), &fold) {
+            switch holdsPlaceholder(file, of: recordPath, cloud: record.base.cloud, &fold) {
             case nil: return
             case true?: break
             case false?:

@@ -148,6 +148,7 @@ extension SyncEngine {
             return found.size == cloudFile.size && found.mtime == cloudFile.mtime
                 && state == Array(FileState.notDownloaded.name.utf8) ? found : nil
         }
-        return (try? local.readFile(file, limit: Placeholder.maximumSize)) == Placeholder.contents(for: path, cloud: cloudFile) ? found : nil
+        guard let text = try? local.readFile(file, limit: Placeholder.maximumSize) else { return nil }
+        return Placeholder.matches(text, for: path, cloud: cloudFile) ? found : nil
     }
 }

@@ -105,8 +105,8 @@ public struct VersionStore: Sendable {
         // YYYY MM DD HH MM SS
         let fields = [0..<4, 4..<6, 6..<8, 8..<10, 10..<12, 12..<14].compactMap { Int64(String(digits[$0])) }
         guard fields.count == 6 else { return nil }
-        let days = daysSinceEpoch(year: fields[0], month: fields[1], day: fields[2])
-        return .origin + .days(days) + .hours(fields[3]) + .minutes(fields[4]) + .seconds(fields[5])
+        return CivilTime(year: fields[0], month: fields[1], day: fields[2], hour: fields[3], minute: fields[4],
+                         second: fields[5]).instant
     }
 }
 

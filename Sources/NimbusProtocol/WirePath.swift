@@ -77,60 +77,6 @@ public enum WirePathError: Error, Equatable, Sendable, CustomStringConvertible {
 /// `"mtime": "2025-01-31T09:15:02.123456789Z", "mtimeNs": 1738314902123456789`.
 public enum WireTime {
     public static func rfc3339(nanoseconds: Int64) -> String {
-        let instant = WallInstant(nanoseconds: nanoseconds)
-        let (seconds, fraction) = (instant.secondsSinceEpoch, instant.nanosecondsIntoSecond)
-        let (days, secondOfDay) = floorDivide(seconds, 86_400)
-        let (year, month, day) = civil(days)
-        // Written digit by digit: listings format thousands of these.
-        var text = [UInt8](repeating: UInt8(ascii: "0"), count: 30)
-        func put(_ value: Int64, at end: Int, width: Int) {
-            var value = value
-            for index in stride(from: end, to: end - width, by: -1) {
-                text[index] = UInt8(ascii: "0") + UInt8(value % 10)
-                value /= 10
-            }
-        }
-        guard (0...9999).contains(year) else { return String(year) + "-01-01T00:00:00.000000000Z" }
-        put(year, at: 3, width: 4)
-        put(month, at: 6, width: 2)
-        put(day, at: 9, width: 2)
-        put(secondOfDay / 3600, at: 12, width: 2)
-        put(secondOfDay % 3600 / 60, at: 15, width: 2)
-        put(secondOfDay % 60, at: 18, width: 2)
-        put(fraction, at: 28, width: 9)
-        for (index, character) in [(4, "-"), (7, "-"), (10, "T"), (13, ":"), (16, ":"), (19, "."), (29, "Z")] as [(Int, Unicode.Scalar)] {
-            text[index] = UInt8(ascii: character)
-        }
-        return String(decoding: text, as: UTF8.self)
-    }
-
-    static func floorDivide(_ a: Int64, _ b: Int64) -> (Int64, Int64) {
-        let (q, r) = a.quotientAndRemainder(dividingBy: b)
-        return r < 0 ? (q - 1, r + b) : (q, r)
-    }
-
-    static func isLeap(_ year: Int64) -> Bool { year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) }
-
-    /// Year, month, day of a day count since 1970-01-01 (proleptic Gregorian). Whole
-    /// 400-year cycles (146 097 days each) are stepped over first, so the walk through the
-    /// remaining years and months is short.
-    static func civil(_ days: Int64) -> (Int64, Int64, Int64) {
-        let (cycles, dayInCycle) = floorDivide(days, 146_097)
-        var year = 1970 + cycles * 400
-        var rest = dayInCycle
-        while true {
-            let length: Int64 = isLeap(year) ? 366 : 365
-            if rest < length { break }
-            rest -= length
-            year += 1
-        }
-        let lengths: [Int64] = [31, isLeap(year) ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
-        var month: Int64 = 1
-        for length in lengths {
-            if rest < length { break }
-            rest -= length
-            month += 1
-        }
-        return (year, month, rest + 1)
+        CivilTime(WallInstant(nanoseconds: nanoseconds)).rfc3339()
     }
 }

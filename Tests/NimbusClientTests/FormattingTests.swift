@@ -35,6 +35,11 @@ struct FormattingTests {
         #expect(Format.date(0) == "1970-01-01")
         #expect(Format.date(951_782_400) == "2000-02-29")
         #expect(Format.clock(Self.now) == "22:13:20")
+        // Before 1970: the second the time falls in, as CivilTime has it.
+        #expect(Format.date(-0.5) == "1969-12-31" && Format.clock(-0.5) == "23:59:59")
+        #expect(Format.date(-1.5) == "1969-12-31" && Format.clock(-1.5) == "23:59:58")
+        #expect(Format.date(-2_203_891_200) == "1900-03-01" && Format.date(-2_203_891_200.5) == "1900-02-28")
+        #expect(Format.date(.nan) == "1970-01-01" && !Format.date(.infinity).isEmpty, "no trap on a wild value")
     }
 
     @Test func percentsAndCounts() {

@@ -114,6 +114,21 @@ struct RecordsModel: PlaceholderRecords {
         #expect(same.repairs.isEmpty && same.placeholders == [rp("data"): touched])
     }
 
+    /// Before the one calendar, a cloud mtime before 1970 with a fraction was written one
+    /// second late. Such a placeholder, touched since, is still the placeholder, not the
+    /// user's text to keep and upload.
+    @Test func aPlaceholderWrittenWithTheOldSecondBefore1970IsStillThePlaceholder() {
+        let early = meta(size: 14, inode: 3, device: 2, mtime: -1_500_000_000)
+        let t = tracked(cloud: early)
+        let writtenBefore = Array(String(decoding: t.text, as: UTF8.self)
+            .replacing("mtime = 1969-12-31T23:59:58.500000000Z", with: "mtime = 1969-12-31T23:59:59.500000000Z").utf8)
+        #expect(writtenBefore != t.text, "the placeholder is written at the second −1.5 s falls in")
+        let touched = meta(size: Int64(writtenBefore.count), inode: 40, mtime: 1_700_000_100_000_000_000)
+        let result = fold(base: t.base, local: [rp("data.nimbus"): touched], cloud: [rp("data"): early], records: t.records,
+                          contents: [rp("data.nimbus"): writtenBefore])
+        #expect(result.repairs.isEmpty && result.placeholders == [rp("data"): touched])
+    }
+
     @Test func aPlaceholderRenamedWithoutItsSuffixGetsItBack() {
         let t = tracked()
         let result = fold(base: t.base, local: [rp("other"): t.placeholder], cloud: [rp("data"): cloudFile], records: t.records,

@@ -18,6 +18,29 @@ private func file(size: Int64, inode: UInt64 = 1) -> FileMetadata {
         #expect(Placeholder.file(for: rp(String(repeating: "n", count: 250))) == nil, "the name would pass NAME_MAX")
     }
 
+    /// −1.5 s is 23:59:58.5; the form written before (23:59:59.5) still matches, no other does.
+    @Test func anMtimeBefore1970IsWrittenAtItsSecondAndTheOldFormStillMatches() {
+        var early = file(size: 5)
+        early.mtime = -1_500_000_000
+        let text = String(decoding: Placeholder.contents(for: rp("old"), cloud: early), as: UTF8.self)
+        #expect(text.contains("mtime = 1969-12-31T23:59:58.500000000Z\n"))
+        func variant(_ time: String) -> [UInt8] {
+            Array(text.replacing("1969-12-31T23:59:58.500000000Z", with: time).utf8)
+        }
+        #expect(Placeholder.matches(Array(text.utf8), for: rp("old"), cloud: early))
+        #expect(Placeholder.matches(variant("1969-12-31T23:59:59.500000000Z"), for: rp("old"), cloud: early), "written before the fix")
+        #expect(!Placeholder.matches(variant("1969-12-31T23:59:57.500000000Z"), for: rp("old"), cloud: early))
+        #expect(!Placeholder.matches(Array(text.utf8), for: rp("other"), cloud: early))
+        // A whole second, or a time after 1970, was always written right: one second off is not ours.
+        var whole = early
+        whole.mtime = -2_000_000_000
+        let wholeText = String(decoding: Placeholder.contents(for: rp("old"), cloud: whole), as: UTF8.self)
+        #expect(wholeText.contains("mtime = 1969-12-31T23:59:58.000000000Z\n"))
+        let oneLate = Array(wholeText.replacing("23:59:58.000000000Z", with: "23:59:59.000000000Z").utf8)
+        #expect(!Placeholder.matches(oneLate, for: rp("old"), cloud: whole))
+        #expect(Placeholder.rfc3339(-500_000_000) == "1969-12-31T23:59:59.500000000Z")
+    }
+
     @Test func contentsSayWhatTheFileIsAndParseBack() {
         let text = String(decoding: Placeholder.contents(for: rp("d/it's.txt"), cloud: file(size: 1234)), as: UTF8.self)
         #expect(text.hasPrefix("# Nimbus placeholder"))

@@ -2,6 +2,7 @@ import Foundation
 import NimbusCore
 import NimbusProtocol
 import NimbusSystem
+import NimbusTestSupport
 import NimbusVocabulary
 import Testing
 @testable import NimbusDaemon
@@ -249,6 +250,7 @@ import Testing
         #expect(WireTime.rfc3339(nanoseconds: 0) == "1970-01-01T00:00:00.000000000Z")
         #expect(WireTime.rfc3339(nanoseconds: 1_738_314_902_123_456_789) == "2025-01-31T09:15:02.123456789Z")
         #expect(WireTime.rfc3339(nanoseconds: -1) == "1969-12-31T23:59:59.999999999Z")
+        #expect(WireTime.rfc3339(nanoseconds: -1_500_000_000) == "1969-12-31T23:59:58.500000000Z")
         #expect(WireTime.rfc3339(nanoseconds: 1_709_164_800_000_000_000) == "2024-02-29T00:00:00.000000000Z")
         #expect(WireTime.rfc3339(nanoseconds: 951_782_400_000_000_000) == "2000-02-29T00:00:00.000000000Z")
     }
@@ -256,12 +258,17 @@ import Testing
     @Test func timesAgreeWithFoundation() {
         let formatter = ISO8601DateFormatter()
         formatter.timeZone = TimeZone(identifier: "UTC")
-        var generator = SystemRandomNumberGenerator()
+        let seed = UInt64.random(in: 0 ... .max)
+        print("ProtocolTests.timesAgreeWithFoundation: seed \(seed)")
+        var random = SeededRandom(seed: seed)
         for _ in 0..<2000 {
-            let seconds = Int64.random(in: -2_208_988_800...4_102_444_800, using: &generator)  // 1900 … 2100
+            let seconds = Int64.random(in: -2_208_988_800...4_102_444_800, using: &random)  // 1900 … 2100
+            let fraction = Int64.random(in: 0..<1_000_000_000, using: &random)
             let expected = formatter.string(from: Date(timeIntervalSince1970: Double(seconds)))
-            let ours = WireTime.rfc3339(nanoseconds: seconds * 1_000_000_000)
-            #expect(ours == expected.dropLast() + ".000000000Z", "\(seconds) s")
+            let nanos = String(fraction)
+            let ours = WireTime.rfc3339(nanoseconds: seconds * 1_000_000_000 + fraction)
+            #expect(ours == expected.dropLast() + "." + String(repeating: "0", count: 9 - nanos.count) + nanos + "Z",
+                    "seed \(seed): \(seconds) s + \(fraction) ns")
         }
     }
 }

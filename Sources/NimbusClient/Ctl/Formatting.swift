@@ -55,27 +55,20 @@ enum Format {
 
     /// "2024-03-01" (UTC) for a time in seconds since 1970.
     static func date(_ seconds: Double) -> String {
-        // Days to civil date (Howard Hinnant's algorithm), to stay free of Foundation here.
-        let days = Int64((seconds / 86_400).rounded(.down)) + 719_468
-        let era = (days >= 0 ? days : days - 146_096) / 146_097
-        let dayOfEra = days - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let mp = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
-        return "\(year)-\(twoDigits(month))-\(twoDigits(day))"
+        civil(seconds).dateText
     }
 
     /// "14:03:12" (local time is the caller's business: pass seconds already shifted).
     static func clock(_ seconds: Double) -> String {
-        let s = Int64(seconds.rounded(.down)) % 86_400
-        let t = s < 0 ? s + 86_400 : s
-        return "\(twoDigits(t / 3600)):\(twoDigits(t / 60 % 60)):\(twoDigits(t % 60))"
+        civil(seconds).clockText()
     }
 
-    static func twoDigits(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
+    /// The UTC date and time of the second `seconds` falls in (rounded down, also before 1970).
+    static func civil(_ seconds: Double) -> CivilTime {
+        // Clamped so that a wild value cannot trap the conversion: ±10¹⁵ s is 30 million years.
+        let bounded = seconds.isNaN ? 0 : min(max(seconds.rounded(.down), -1e15), 1e15)
+        return CivilTime(secondsSinceEpoch: Int64(bounded))
+    }
 
     /// A time given on the command line (`restore --at`), in ns since 1970: "2024-03-01",
     /// "2024-03-01 14:30[:05]" or "2024-03-01T14:30[:05]" in local time, the same ending in
@@ -103,23 +96,13 @@ enum Format {
             for (index, field) in fields.enumerated() { clock[index] = field! }
             guard clock[0] < 24, clock[1] < 60, clock[2] < 61 else { return nil }
         }
-        let days = daysFromCivil(year: year, month: month, day: day)
+        let days = CivilTime.daysSinceEpoch(year: year, month: month, day: day)
         let seconds = days * 86_400 + clock[0] * 3600 + clock[1] * 60 + clock[2] - (utc ? 0 : Int64(utcOffsetSeconds))
         return (WallInstant.origin + .seconds(seconds)).nanoseconds
     }
 
     static func trimmedOfSpaces(_ text: String) -> String {
         String(text.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
-    }
-
-    /// Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).
-    static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yearOfEra = y - era * 400
-        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
     }
 
     /// "52%" for 0.52; clamped to 0…100.
