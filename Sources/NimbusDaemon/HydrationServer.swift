@@ -71,8 +71,8 @@ public final class HydrationServer: Sendable {
     let cloudRoot: FileDescriptor?
     let cloudRootPath: SystemPath?
     let log: Logger
-    private let settings: Mutex<Settings>
-    private let placeholders = Mutex<[FileIdentity: Placeholder]>([:])
+    let settings: Mutex<Settings>
+    let placeholders = Mutex<[FileIdentity: Placeholder]>([:])
     /// A reader waiting for its file, and since when, for `fillTimeout`.
     struct Waiter {
         var event: FanotifyEvent
@@ -80,9 +80,9 @@ public final class HydrationServer: Sendable {
     }
 
     /// Fills (or evictions) running, by inode, with the readers waiting for each.
-    private let inFlight = Mutex<[FileIdentity: [Waiter]]>([:])
+    let inFlight = Mutex<[FileIdentity: [Waiter]]>([:])
     /// Fills whose slowness is logged already.
-    private let slowLogged = Mutex<Set<FileIdentity>>([])
+    let slowLogged = Mutex<Set<FileIdentity>>([])
     private let limiter: Mutex<RateLimiter>
     private let refusedLogged = Mutex<Set<String>>([])
     private let stormHandler = Mutex<(@Sendable (RelativePath, Int, String?) -> Void)?>(nil)
@@ -91,35 +91,41 @@ public final class HydrationServer: Sendable {
     /// kept across a crash brings such opens with it, and letting one through would hand its
     /// program zeros.
     private let heldUntilKnown = Mutex<[FanotifyEvent]?>([])
-    private let stopping = Atomic<Bool>(false)
-    private let stopped = DispatchSemaphore(value: 0)
+    let stopping = Atomic<Bool>(false)
+    let stopped = DispatchSemaphore(value: 0)
+    /// Wakes `serve` from its wait: a stop, or settings whose fill-timeout may be shorter.
+    let wake: WakePipe
+    /// How often `serve` came back from its wait (tests: an idle server never does).
+    let wakeUps = Atomic<Int>(0)
     private let fillers = DispatchGroup()
-    private let now: @Sendable () -> MonotonicInstant
+    let now: @Sendable () -> MonotonicInstant
     private let progress: @Sendable (RelativePath, Int64, Int64) -> Void
     private let completed: @Sendable (Outcome) -> Void
 
     /// Starts serving. `completed` and `progress` are called on worker threads and must not wait
-    /// for anything that may itself be waiting for a fill.
+    /// for anything that may itself be waiting for a fill. Throws when the wake-up pipe cannot
+    /// be made (no descriptor left).
     public convenience init(group: FanotifyGroup, cloudRoot: FileDescriptor, settings: Settings, log: Logger,
                             now: @escaping @Sendable () -> MonotonicInstant = { SystemClock().monotonicNow },
                             progress: @escaping @Sendable (RelativePath, Int64, Int64) -> Void = { _, _, _ in },
-                            completed: @escaping @Sendable (Outcome) -> Void) {
-        self.init(group: group, cloudRoot: cloudRoot, cloudRootPath: nil, settings: settings, log: log, now: now,
+                            completed: @escaping @Sendable (Outcome) -> Void) throws {
+        try self.init(group: group, cloudRoot: cloudRoot, cloudRootPath: nil, settings: settings, log: log, now: now,
                   progress: progress, completed: completed)
     }
 
     public convenience init(group: FanotifyGroup, cloudRootPath: SystemPath, settings: Settings, log: Logger,
                             now: @escaping @Sendable () -> MonotonicInstant = { SystemClock().monotonicNow },
                             progress: @escaping @Sendable (RelativePath, Int64, Int64) -> Void = { _, _, _ in },
-                            completed: @escaping @Sendable (Outcome) -> Void) {
-        self.init(group: group, cloudRoot: nil, cloudRootPath: cloudRootPath, settings: settings, log: log, now: now,
+                            completed: @escaping @Sendable (Outcome) -> Void) throws {
+        try self.init(group: group, cloudRoot: nil, cloudRootPath: cloudRootPath, settings: settings, log: log, now: now,
                   progress: progress, completed: completed)
     }
 
     private init(group: FanotifyGroup, cloudRoot: FileDescriptor?, cloudRootPath: SystemPath?, settings: Settings, log: Logger,
                 now: @escaping @Sendable () -> MonotonicInstant = { SystemClock().monotonicNow },
                 progress: @escaping @Sendable (RelativePath, Int64, Int64) -> Void = { _, _, _ in },
-                completed: @escaping @Sendable (Outcome) -> Void) {
+                completed: @escaping @Sendable (Outcome) -> Void) throws {
+        self.wake = try WakePipe()
         self.group = group
         self.cloudRoot = cloudRoot
         self.cloudRootPath = cloudRootPath
@@ -189,33 +195,20 @@ public final class HydrationServer: Sendable {
     public func update(_ settings: Settings) {
         self.settings.withLock { $0 = settings }
         limiter.withLock { $0.limit = settings.rateLimit }
+        wake.wake()  // A shorter fill-timeout may make a waiting reader overdue sooner.
     }
 
     /// Stops reading events and waits for running fills to answer their readers. The group
     /// stays open: closing it lets the kernel allow every reader still waiting (zeros), so its
     /// owner closes it only once the files are guarded.
     public func stop() {
-        stopping.store(true, ordering: .relaxed)
+        stopping.store(true, ordering: .releasing)
+        wake.wake()
         stopped.wait()
         fillers.wait()
     }
 
-    private func serve() {
-        defer { stopped.signal() }
-        while !stopping.load(ordering: .relaxed) {
-            do {
-                if try group.waitForEvents(within: .milliseconds(200)) {
-                    for event in try group.readEvents() { handle(event) }
-                }
-                answerOverdueReaders()
-            } catch {
-                log.error("real-name placeholders: cannot read the kernel's events: \(error)")
-                ProcessSupport.pause(for: .milliseconds(200))
-            }
-        }
-    }
-
-    private func handle(_ event: FanotifyEvent) {
+    func handle(_ event: FanotifyEvent) {
         guard event.needsResponse else {
             if event.events.contains(.queueOverflow) { log.warning("real-name placeholders: the kernel's event queue overflowed") }
             if event.file.rawValue >= 0 { try? event.file.close() }
@@ -281,32 +274,6 @@ public final class HydrationServer: Sendable {
             defer { fillers.leave() }
             defer { try? file.close() }
             fill(file, placeholder, identity: identity)
-        }
-    }
-
-    /// Readers that waited longer than `fillTimeout` get `EIO` (logged once per fill): a reader
-    /// never waits forever for a cloud that hangs. The fill goes on through its own
-    /// descriptor; readers that come later join it and wait their own time.
-    private func answerOverdueReaders() {
-        let limit = settings.withLock { $0.fillTimeout }
-        let moment = now()
-        let expired = inFlight.withLock { running -> [(FileIdentity, [Waiter])] in
-            var expired: [(FileIdentity, [Waiter])] = []
-            for (identity, waiting) in running {
-                let overdue = waiting.filter { moment - $0.since > limit }
-                guard !overdue.isEmpty else { continue }
-                running[identity] = waiting.filter { moment - $0.since <= limit }
-                expired.append((identity, overdue))
-            }
-            return expired
-        }
-        for (identity, overdue) in expired {
-            if slowLogged.withLock({ $0.insert(identity).inserted }) {
-                let path = placeholders.withLock { $0[identity]?.path }
-                log.warning("fetching \(path.map { "\($0)" } ?? "a not-downloaded file") takes longer than fill-timeout = "
-                            + "\(limit.wholeSeconds) s: its readers get EIO; the fetch goes on")
-            }
-            for waiter in overdue { answer(waiter.event, .deny(.ioError)) }
         }
     }
 
@@ -411,7 +378,7 @@ public final class HydrationServer: Sendable {
         for waiter in waiting { answer(waiter.event, response) }
     }
 
-    private func answer(_ event: FanotifyEvent, _ response: FanotifyResponse) {
+    func answer(_ event: FanotifyEvent, _ response: FanotifyResponse) {
         do {
             try group.respond(to: event, response)
         } catch {

@@ -12,10 +12,16 @@ extension PairRuntime where FS == DiskFileSystem {
             return
         }
         let engine = self.engine
-        let server = HydrationServer(
-            group: group, cloudRootPath: SystemPath(options.cloudRoot), settings: options.hydration, log: log,
-            progress: { path, done, size in engine.noteHydrationProgress(path, done: done, of: size) },
-            completed: { [weak self] outcome in self?.perform { engine.applyHydration(outcome) } })
+        let server: HydrationServer
+        do {
+            server = try HydrationServer(
+                group: group, cloudRootPath: SystemPath(options.cloudRoot), settings: options.hydration, log: log,
+                progress: { path, done, size in engine.noteHydrationProgress(path, done: done, of: size) },
+                completed: { [weak self] outcome in self?.perform { engine.applyHydration(outcome) } })
+        } catch {
+            log.error("cannot serve real-name placeholders: \(error); placeholders cannot be written or fetched")
+            return
+        }
         // A storm of refused opens reaches `watch` and the desktop like the suffix style's.
         server.onStorm { [weak self] path, limit, program in
             self?.perform { engine.emit(.fetchesRefused(path, limit: limit, program: program)) }

@@ -204,7 +204,7 @@ final class HydrationFixture: Sendable {
         if let fillTimeout { settings.fillTimeout = fillTimeout }
         settings.minFreeSpace = minFreeSpace
         let recorder = self.recorder
-        server = HydrationServer(group: try FanotifyGroup(), cloudRoot: cloudRoot, settings: settings, log: .silent,
+        server = try HydrationServer(group: try FanotifyGroup(), cloudRoot: cloudRoot, settings: settings, log: .silent,
                                  progress: { _, _, _ in
                                      // A stalled cloud: the fill waits until the test opens the gate.
                                      if let gate { gate.wait(); gate.signal() }
