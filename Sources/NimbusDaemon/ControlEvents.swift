@@ -98,9 +98,24 @@ struct ControlEventFanOut {
             params.setFrom(WirePath(from))
             params.side = side == .local ? "local" : "cloud"
             return params
-        case .deletionsHeld, .fetchesRefused:
-            // Told by status and the log (and the desktop notifications), not by watch.
-            return nil
+        case .deletionsHeld(let side, let held):
+            let sorted = held.sorted()
+            var params = EventParams(type: "deletions-held", timeNs: wall)
+            if let first = sorted.first { params.setPath(WirePath(first)) }
+            params.side = side == .local ? "local" : "cloud"
+            params.count = held.count
+            params.paths = sorted.prefix(heldPathsShown).map { WirePath($0).text }
+            return params
+        case .fetchesRefused(let path, let limit, let program):
+            var params = EventParams(type: "fetches-refused", timeNs: wall)
+            params.setPath(WirePath(path))
+            params.limit = limit
+            params.program = program
+            return params
         }
     }
+
+    /// How many held paths a `deletions-held` event names: enough to recognise a mistake (a
+    /// folder emptied, a disk gone), while thousands would make one huge line.
+    static let heldPathsShown = 10
 }

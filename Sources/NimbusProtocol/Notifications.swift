@@ -15,9 +15,15 @@ public enum NotificationMethod: String, Sendable, CaseIterable, Codable {
 ///   `cloud`), following a deletion in the other; a cloud file goes to the versions store;
 /// - `renamed`: `from`, `path`, `side` — the daemon renamed `from` to `path` in the `side`
 ///   folder, following a rename in the other;
+/// - `deletions-held`: `side`, `count`, `paths`, `path` — the mass-delete guard holds `count`
+///   deletions in the `side` folder until `confirmDeletes` or `revertDeletes`; `paths` are the
+///   first few (texts for people), `path` the first (exact, with `pathBytes` when needed);
+/// - `fetches-refused`: `path`, `limit`, `program` (when known) — opens of not-downloaded files
+///   came faster than `limit` a minute and are refused for now; `program` opened `path`;
 /// - `overflow`: events were dropped because they came faster than the daemon could send
 ///   them; re-read what you need (`list`, `status`).
-/// `time`/`timeNs` say when the daemon saw it.
+/// `time`/`timeNs` say when the daemon saw it. A client shows a `type` it does not know by its
+/// name (new types may come in later versions).
 public struct EventParams: Codable, Sendable, Equatable {
     public var type: String
     public var path: String?
@@ -33,6 +39,12 @@ public struct EventParams: Codable, Sendable, Equatable {
     /// `renamed`: the old path.
     public var from: String?
     public var fromBytes: String?
+    /// `deletions-held`: how many deletions are held, and the first few of their paths.
+    public var count: Int?
+    public var paths: [String]?
+    /// `fetches-refused`: the limit (opens a minute) and the program that opened `path`.
+    public var limit: Int?
+    public var program: String?
     public var time: String
     public var timeNs: Int64
 

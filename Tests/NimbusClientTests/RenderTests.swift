@@ -165,7 +165,11 @@ struct RenderTests {
         phase.phase = "syncing"
         #expect(Render.event(phase, plain) == nil, "syncing and idle are too chatty to show")
         #expect(Render.event(EventParams(type: "overflow", timeNs: ns(0)), plain)?.contains("dropped") == true)
-        #expect(Render.event(EventParams(type: "future-kind", timeNs: ns(0)), plain) == nil)
+        var future = EventParams(type: "future-kind", timeNs: ns(0))
+        #expect(Render.event(future, plain) == "22:13:20  future-kind", "a newer daemon's type is shown by its name")
+        future.setPath(WirePath("x"))
+        future.message = "what happened"
+        #expect(Render.event(future, plain) == "22:13:20  future-kind  x  what happened")
         var deleted = EventParams(type: "deleted", timeNs: ns(0))
         deleted.setPath(WirePath("old.txt"))
         deleted.side = "cloud"
@@ -177,5 +181,27 @@ struct RenderTests {
         renamed.setFrom(WirePath("old.txt"))
         renamed.side = "local"
         #expect(Render.event(renamed, plain) == "22:13:20  → old.txt → new.txt  renamed here")
+    }
+
+    @Test func heldDeletionsAndRefusedFetchesAreOneLineEach() {
+        var held = EventParams(type: "deletions-held", timeNs: ns(0))
+        held.setPath(WirePath("a"))
+        held.side = "cloud"
+        held.count = 5
+        held.paths = ["a", "b", "c"]
+        #expect(Render.event(held, plain) == "22:13:20  ‖ 5 deletions held in the cloud folder, more at once than the safety limit "
+                + "allows: a, b, c and 2 more; 'nimbusctl confirm-deletes' applies them, 'nimbusctl revert-deletes' restores the files")
+        held.side = "local"
+        held.count = 1
+        held.paths = ["a"]
+        #expect(Render.event(held, plain)?.hasPrefix("22:13:20  ‖ 1 deletion held here, more at once than the safety limit allows: a; ") == true)
+        var refused = EventParams(type: "fetches-refused", timeNs: ns(0))
+        refused.setPath(WirePath("my photos/a.jpg"))
+        refused.limit = 60
+        refused.program = "tracker-miner-f"
+        #expect(Render.event(refused, plain) == "22:13:20  ✗ not-downloaded files opened faster than open-rate-limit = 60 a minute "
+                + "(tracker-miner-f opened my photos/a.jpg): such opens fail for now; nimbusctl download 'my photos/a.jpg' fetches what you need")
+        refused.program = nil
+        #expect(Render.event(refused, plain)?.contains("(the last was my photos/a.jpg)") == true)
     }
 }

@@ -204,7 +204,8 @@ enum Render {
 
     // MARK: watch
 
-    /// One line per event; nil for notifications shown otherwise (progress) or unknown.
+    /// One line per event; nil for those too chatty to show (the syncing and idle phases). A
+    /// type this version does not know (a newer daemon's) is shown by its name.
     static func event(_ e: EventParams, _ c: RenderContext) -> String? {
         let time = c.paint(c.localClock(e.timeNs), .dim)
         let path = e.path ?? ""
@@ -227,10 +228,24 @@ enum Render {
         case "renamed":
             let where_ = e.side == "cloud" ? "renamed in the cloud folder" : "renamed here"
             return "\(time)  \(c.paint("→", .blue)) \(e.from ?? "?") → \(path)  \(where_)"
+        case "deletions-held":
+            let count = e.count ?? e.paths?.count ?? 1
+            let folder = e.side == "local" ? "held here" : "held in the cloud folder"
+            let shown = e.paths ?? (e.path.map { [$0] } ?? [])
+            let more = count > shown.count ? " and \(count - shown.count) more" : ""
+            let list = shown.isEmpty ? "" : ": " + shown.joined(separator: ", ") + more
+            return "\(time)  \(c.paint("‖", .yellow)) \(Format.count(count, "deletion")) \(folder), more at once than the safety limit allows\(list); "
+                + c.cite("confirm-deletes") + " applies them, " + c.cite("revert-deletes") + " restores the files"
+        case "fetches-refused":
+            let who = e.program.map { "\($0) opened \(path)" } ?? "the last was \(path)"
+            let limit = e.limit.map { " = \($0) a minute" } ?? ""
+            return "\(time)  \(c.paint("✗", .red)) not-downloaded files opened faster than open-rate-limit\(limit) (\(who)): "
+                + "such opens fail for now; " + c.cite("download", path) + " fetches what you need"
         case "overflow":
             return "\(time)  some events were dropped; " + c.cite("ls", "-r") + " shows the current state"
         default:
-            return nil
+            let detail = [e.path, e.message].compactMap { $0 }.joined(separator: "  ")
+            return "\(time)  \(e.type)" + (detail.isEmpty ? "" : "  " + detail)
         }
     }
 }
