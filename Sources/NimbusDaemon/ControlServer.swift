@@ -104,13 +104,10 @@ public final class ControlServer: @unchecked Sendable {
         pollSet.set(listener.descriptor, .readable)
         pollSet.set(wake.readEnd, .readable)
         while !stopRequested.load(ordering: .acquiring) {
-            var timeout: Int32 = -1
-            if let until = acceptPausedUntil {
-                timeout = (until - SystemClock().monotonicNow).pollMilliseconds(atMost: 1000)
-            }
+            let timeout = acceptPausedUntil.map { min($0 - SystemClock().monotonicNow, .seconds(1)) }
             let ready: [(FileDescriptor, PollEvents)]
             do {
-                ready = try pollSet.wait(timeoutMilliseconds: timeout)
+                ready = try pollSet.wait(timeout: timeout)
             } catch {
                 log.error("control socket: poll failed: \(error)")
                 ProcessSupport.pause(for: .milliseconds(100))

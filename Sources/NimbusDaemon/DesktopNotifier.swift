@@ -110,8 +110,7 @@ final class DesktopNotifier: @unchecked Sendable {
             polls.set(wake.readEnd, .readable)
             if let connection { polls.set(connection.socket.descriptor, .readable) }
             let now = ProcessSupport.monotonicClock
-            let timeout = filter.nextDeadline.map { ($0 - now).pollMilliseconds() } ?? -1
-            let ready = (try? polls.wait(timeoutMilliseconds: timeout)) ?? []
+            let ready = (try? polls.wait(timeout: filter.nextDeadline.map { $0 - now })) ?? []
             wake.drain()
             let (events, dropped) = inbox.withLock { box in defer { box = ([], 0) }; return box }
             if dropped > 0 { log.debug("desktop notifications: \(dropped) engine events were dropped (the notifier fell behind)") }

@@ -13,8 +13,7 @@ extension HydrationServer {
         var failures = 0
         while !stopping.load(ordering: .acquiring) {
             do {
-                let timeout = nextOverdueDeadline().map { ($0 - now()).pollMilliseconds() } ?? -1
-                let ready = try polls.wait(timeoutMilliseconds: timeout)
+                let ready = try polls.wait(timeout: nextOverdueDeadline().map { $0 - now() })
                 wakeUps.add(1, ordering: .relaxed)
                 if ready.contains(where: { $0.0 == wake.readEnd }) { wake.drain() }
                 if ready.contains(where: { $0.0 == group.descriptor }) {
@@ -38,7 +37,7 @@ extension HydrationServer {
         let wait = min(delay, .seconds(10))
         var stopOnly = PollSet()
         stopOnly.set(wake.readEnd, .readable)
-        if (try? stopOnly.wait(timeoutMilliseconds: wait.pollMilliseconds())) == nil { ProcessSupport.pause(for: wait) }
+        if (try? stopOnly.wait(timeout: wait)) == nil { ProcessSupport.pause(for: wait) }
     }
 
     /// When the reader waiting longest for its fill passes `fillTimeout`; nil when none waits.

@@ -113,9 +113,9 @@ public final class DBusConnection {
         ProcessSupport.monotonicClock + max(.zero, wait)
     }
 
-    /// poll's timeout until `deadline`, rounded up: 0 once it has passed.
-    private func remaining(_ deadline: MonotonicInstant) -> Int32 {
-        (deadline - ProcessSupport.monotonicClock).pollMilliseconds()
+    /// The time left until `deadline`: zero or less once it has passed.
+    private func remaining(_ deadline: MonotonicInstant) -> Duration {
+        deadline - ProcessSupport.monotonicClock
     }
 
     private func write(_ bytes: [UInt8], deadline: MonotonicInstant) throws {
@@ -125,7 +125,7 @@ public final class DBusConnection {
             do {
                 offset += try bytes[offset...].withUnsafeBytes { try socket.send($0) }
             } catch where Errno(of: error) == .wouldBlock {
-                guard try socket.wait(for: .writable, timeoutMilliseconds: remaining(deadline)) else {
+                guard try socket.wait(for: .writable, timeout: remaining(deadline)) else {
                     throw DBusError.timedOut("sending \(bytes.count) bytes")
                 }
             } catch where Errno(of: error) == .brokenPipe || Errno(of: error) == .connectionReset {
@@ -146,7 +146,7 @@ public final class DBusConnection {
                 return true
             } catch where Errno(of: error) == .wouldBlock {
                 let wait = remaining(deadline)
-                guard wait > 0, try socket.wait(for: .readable, timeoutMilliseconds: wait) else { return false }
+                guard wait > .zero, try socket.wait(for: .readable, timeout: wait) else { return false }
             } catch where Errno(of: error) == .connectionReset {
                 throw DBusError.closed
             }

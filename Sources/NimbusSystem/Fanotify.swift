@@ -73,10 +73,10 @@ public struct FanotifyGroup: Sendable {
     }
 
     /// Waits until events are queued or `wait` has passed (nil: no limit); true when there
-    /// are some. The C function is `poll` (milliseconds rounded up, -1 for no limit).
+    /// are some. The C function is `poll`.
     public func waitForEvents(within wait: Duration?) throws -> Bool {
         var fds = [pollfd(fd: descriptor.rawValue, events: Int16(POLLIN), revents: 0)]
-        return try Sys.poll(&fds, wait.map { $0.pollMilliseconds() } ?? -1) > 0
+        return try Sys.poll(&fds, wait) > 0
     }
 
     /// Reads the queued events; none when the queue is empty. Each permission event must be

@@ -45,12 +45,12 @@ public struct PollSet {
         entries.removeLast()
     }
 
-    /// Waits up to `timeoutMilliseconds` (-1: no limit) and returns the ready descriptors.
+    /// Waits up to `timeout` (nil: no limit) and returns the ready descriptors.
     /// After an interrupting signal the wait restarts with the whole timeout (the daemon
     /// handles its signals on a dispatch queue, so none lands here in practice, and both loops
     /// that wait here are woken by their `WakePipe`). The C function is `poll`.
-    public mutating func wait(timeoutMilliseconds: Int32) throws -> [(FileDescriptor, PollEvents)] {
-        let result = try attributing("poll", "\(entries.count) descriptors") { try Sys.poll(&entries, timeoutMilliseconds) }
+    public mutating func wait(timeout: Duration?) throws -> [(FileDescriptor, PollEvents)] {
+        let result = try attributing("poll", "\(entries.count) descriptors") { try Sys.poll(&entries, timeout) }
         var ready: [(FileDescriptor, PollEvents)] = []
         ready.reserveCapacity(Int(result))
         for index in entries.indices where entries[index].revents != 0 {

@@ -24,13 +24,22 @@ extension Sys {
         _ = try retrying { inotify_rm_watch(fd, watch) }
     }
 
-    /// Waits until one of `fds` is ready or `timeout` milliseconds have passed (-1: no limit).
-    /// Returns how many descriptors are ready. After `EINTR` the wait restarts with the whole
-    /// timeout. The corresponding C function is `poll`.
-    static func poll(_ fds: inout [pollfd], _ timeout: Int32) throws -> Int32 {
-        try fds.withUnsafeMutableBufferPointer { buffer in
-            try retrying { Glibc.poll(buffer.baseAddress, nfds_t(buffer.count), timeout) }
+    /// Waits until one of `fds` is ready or `timeout` has passed (nil: no limit; zero or less:
+    /// only looks). Returns how many descriptors are ready. The timeout becomes poll's
+    /// milliseconds here and only here, rounded up (`Duration.pollMilliseconds`), so a deadline
+    /// less than a millisecond away waits rather than spins. After `EINTR` the wait restarts
+    /// with the whole timeout. The corresponding C function is `poll`.
+    static func poll(_ fds: inout [pollfd], _ timeout: Duration?) throws -> Int32 {
+        let milliseconds = pollTimeout(timeout)
+        return try fds.withUnsafeMutableBufferPointer { buffer in
+            try retrying { Glibc.poll(buffer.baseAddress, nfds_t(buffer.count), milliseconds) }
         }
+    }
+
+    /// poll's `timeout` argument for a wait of `timeout`: -1 for nil (no limit), 0 for none
+    /// left, else the milliseconds rounded up.
+    static func pollTimeout(_ timeout: Duration?) -> Int32 {
+        timeout.map { $0.pollMilliseconds() } ?? -1
     }
 
     /// Turns an open directory descriptor into a stream for `readDirectoryEntry`; the stream

@@ -102,10 +102,10 @@ extension Sys {
         return (pid, uid, gid)
     }
 
-    /// Waits until `fd` is ready for `events` or `timeout` milliseconds have passed (-1: no
-    /// limit); true when it is ready (or hung up). After `EINTR` the wait restarts with the
-    /// whole timeout. The corresponding C function is `poll`.
-    static func poll(_ fd: Int32, _ events: Int16, _ timeout: Int32) throws -> Bool {
+    /// Waits until `fd` is ready for `events` or `timeout` has passed (nil: no limit); true
+    /// when it is ready (or hung up). After `EINTR` the wait restarts with the whole timeout.
+    /// The corresponding C function is `poll`.
+    static func poll(_ fd: Int32, _ events: Int16, _ timeout: Duration?) throws -> Bool {
         var entries = [pollfd(fd: fd, events: events, revents: 0)]
         return try poll(&entries, timeout) > 0
     }

@@ -40,8 +40,9 @@ public final class TreeWatcher: Sendable {
     private let wakeSignal: WakeSignal
     /// Copied from the tree after each change, so that reading it never waits for `next`.
     private let watchCount: Atomic<Int>
-    /// `Options.gathering` in milliseconds, as poll takes it; 0 for none (or after `stopGathering`).
-    private let gatheringMilliseconds: Atomic<Int32>
+    /// `Options.gathering` in nanoseconds (an atomic holds no `Duration`); 0 for none, or after
+    /// `stopGathering`.
+    private let gatheringNanoseconds: Atomic<Int64>
 
     /// Watches `root` and every directory below it. Directories that could not be watched
     /// for lack of inotify watches are reported by the first `next` as `watchLimitReached`;
@@ -55,7 +56,7 @@ public final class TreeWatcher: Sendable {
             throw error
         }
         self.root = root
-        gatheringMilliseconds = Atomic(options.gathering > .zero ? options.gathering.pollMilliseconds() : 0)
+        gatheringNanoseconds = Atomic(max(0, options.gathering.nanosecondCount))
         watchCount = Atomic(watched.directories.count)
         tree = Mutex(watched)
     }
@@ -79,8 +80,8 @@ public final class TreeWatcher: Sendable {
             while true {
                 let ready = try wait(for: watched.inotify.descriptor, until: deadline)
                 var woken = ready.woken
-                let gathering = gatheringMilliseconds.load(ordering: .relaxed)
-                if ready.events && !woken && gathering > 0 { woken = try gather(for: gathering) }
+                let gathering = Duration.nanoseconds(gatheringNanoseconds.load(ordering: .relaxed))
+                if ready.events && !woken && gathering > .zero { woken = try gather(for: gathering) }
                 let events = ready.events ? try watched.readEvents() : []
                 if ready.woken { wakeSignal.acknowledge() }
                 // A wake taken while gathering returns too, even when every event read was one
@@ -107,18 +108,18 @@ public final class TreeWatcher: Sendable {
     /// Reads each event as it comes from now on; a gathering under way ends at once. Callable
     /// from any thread.
     public func stopGathering() {
-        gatheringMilliseconds.store(0, ordering: .relaxed)
+        gatheringNanoseconds.store(0, ordering: .relaxed)
         wake()
     }
 
     /// How many directories have a watch, as of the last `next`. Never waits.
     public var watchedDirectoryCount: Int { watchCount.load(ordering: .relaxed) }
 
-    /// Lets events gather for `milliseconds`, or until `wake()`; true when woken.
-    private func gather(for milliseconds: Int32) throws -> Bool {
+    /// Lets events gather for `period`, or until `wake()`; true when woken.
+    private func gather(for period: Duration) throws -> Bool {
         var fds = [pollfd(fd: wakeSignal.readEnd.rawValue, events: Int16(POLLIN), revents: 0)]
         do {
-            _ = try Sys.poll(&fds, milliseconds)
+            _ = try Sys.poll(&fds, period)
         } catch let errno as Errno {
             throw errno.at("poll", root)
         }
@@ -133,17 +134,11 @@ public final class TreeWatcher: Sendable {
         var fds = [pollfd(fd: inotify.rawValue, events: Int16(POLLIN), revents: 0),
                    pollfd(fd: wakeSignal.readEnd.rawValue, events: Int16(POLLIN), revents: 0)]
         do {
-            _ = try Sys.poll(&fds, Self.milliseconds(until: deadline))
+            _ = try Sys.poll(&fds, deadline.map { ContinuousClock.now.duration(to: $0) })
         } catch let errno as Errno {
             throw errno.at("poll", root)
         }
         return (fds[0].revents != 0, fds[1].revents != 0)
-    }
-
-    /// poll's timeout: -1 for none, rounded up so the deadline has passed when poll returns.
-    private static func milliseconds(until deadline: ContinuousClock.Instant?) -> Int32 {
-        guard let deadline else { return -1 }
-        return ContinuousClock.now.duration(to: deadline).pollMilliseconds()
     }
 }
 

@@ -41,9 +41,9 @@ public struct UnixDatagramSocket: Sendable {
         }
     }
 
-    /// Waits up to `timeoutMilliseconds` (-1: for ever) for a datagram; nil on timeout.
-    public func receive(timeoutMilliseconds: Int32) throws -> [UInt8]? {
-        guard try attributing("poll", shownPath, { try Sys.poll(descriptor.rawValue, Int16(POLLIN), timeoutMilliseconds) }) else {
+    /// Waits up to `timeout` (nil: for ever) for a datagram; nil on timeout.
+    public func receive(timeout: Duration?) throws -> [UInt8]? {
+        guard try attributing("poll", shownPath, { try Sys.poll(descriptor.rawValue, Int16(POLLIN), timeout) }) else {
             return nil
         }
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -61,10 +61,10 @@ public struct UnixDatagramSocket: Sendable {
         }
     }
 
-    /// Waits up to `timeoutMilliseconds` for a datagram and the descriptor it carried, if any
-    /// (close-on-exec, the caller's to close); nil on timeout. The C function is `recvmsg`.
-    public func receiveWithDescriptor(timeoutMilliseconds: Int32) throws -> (bytes: [UInt8], descriptor: FileDescriptor?)? {
-        guard try attributing("poll", shownPath, { try Sys.poll(descriptor.rawValue, Int16(POLLIN), timeoutMilliseconds) }) else {
+    /// Waits up to `timeout` (nil: for ever) for a datagram and the descriptor it carried, if
+    /// any (close-on-exec, the caller's to close); nil on timeout. The C function is `recvmsg`.
+    public func receiveWithDescriptor(timeout: Duration?) throws -> (bytes: [UInt8], descriptor: FileDescriptor?)? {
+        guard try attributing("poll", shownPath, { try Sys.poll(descriptor.rawValue, Int16(POLLIN), timeout) }) else {
             return nil
         }
         var buffer = [UInt8](repeating: 0, count: 4096)

@@ -60,14 +60,14 @@ public struct UnixStreamSocket: Sendable {
         return socket
     }
 
-    /// Waits up to `timeoutMilliseconds` until the socket is ready for `events` (or hung up);
-    /// false when the time ran out. The C function is `poll`.
-    public func wait(for events: PollEvents, timeoutMilliseconds: Int32) throws -> Bool {
-        try attributing("poll", path) { try Sys.poll(descriptor.rawValue, events.rawValue, max(0, timeoutMilliseconds)) }
+    /// Waits up to `timeout` (nil: no limit) until the socket is ready for `events` (or hung
+    /// up); false when the time ran out. The C function is `poll`.
+    public func wait(for events: PollEvents, timeout: Duration?) throws -> Bool {
+        try attributing("poll", path) { try Sys.poll(descriptor.rawValue, events.rawValue, timeout) }
     }
 
     private func waitUntilConnected() throws {
-        _ = try Sys.poll(descriptor.rawValue, Int16(POLLOUT), -1)
+        _ = try Sys.poll(descriptor.rawValue, Int16(POLLOUT), nil)
         let problem = try Sys.connectionResult(descriptor.rawValue)
         if problem != 0 { throw Errno(rawValue: problem) }
     }

@@ -35,7 +35,7 @@ struct RealNameKeptGroupTests {
     static func awaitReady(_ socket: UnixDatagramSocket, storing stored: inout FileDescriptor?, pid: Int32) throws {
         let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline {
-            guard let (bytes, descriptor) = try socket.receiveWithDescriptor(timeoutMilliseconds: 200) else {
+            guard let (bytes, descriptor) = try socket.receiveWithDescriptor(timeout: .milliseconds(200)) else {
                 if kill(pid, 0) != 0 { throw HarnessFailure("nimbusd exited before READY=1") }
                 continue
             }

@@ -11,7 +11,7 @@ import NimbusTestSupport
         var messages: [String] = []
         let deadline = ContinuousClock.now + .seconds(seconds)
         while ContinuousClock.now < deadline && !predicate(messages) {
-            if let bytes = try socket.receive(timeoutMilliseconds: 100) { messages.append(String(decoding: bytes, as: UTF8.self)) }
+            if let bytes = try socket.receive(timeout: .milliseconds(100)) { messages.append(String(decoding: bytes, as: UTF8.self)) }
         }
         return messages
     }

@@ -83,7 +83,7 @@ final class SocketClient {
                 if ContinuousClock.now > deadline { throw HarnessFailure("the daemon did not read what was sent") }
                 var set = PollSet()
                 set.set(socket.descriptor, .writable)
-                _ = try set.wait(timeoutMilliseconds: 100)
+                _ = try set.wait(timeout: .milliseconds(100))
             }
         }
     }
@@ -104,7 +104,7 @@ final class SocketClient {
                 if left <= .zero { throw HarnessFailure("no answer within \(timeout) s") }
                 var set = PollSet()
                 set.set(socket.descriptor, .readable)
-                _ = try set.wait(timeoutMilliseconds: Int32(min(left, .seconds(1)).seconds * 1000) + 1)
+                _ = try set.wait(timeout: min(left, .seconds(1)))
                 continue
             } catch where Errno(of: error) == .connectionReset {
                 sawEndOfFile = true

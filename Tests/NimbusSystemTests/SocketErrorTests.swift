@@ -44,7 +44,7 @@ import Testing
             defer { bound.close() }
             #expect(throws: Errno.addressInUse.at("bind", missing)) { try UnixDatagramSocket.bound(to: missing) }
             try socket.send(Array("READY=1".utf8), to: missing)
-            #expect(try bound.receive(timeoutMilliseconds: 10_000) == Array("READY=1".utf8))
+            #expect(try bound.receive(timeout: .seconds(10)) == Array("READY=1".utf8))
         }
     }
 

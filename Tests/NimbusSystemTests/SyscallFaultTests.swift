@@ -49,7 +49,7 @@ import Testing
             var polls = PollSet()
             polls.set(readEnd, .readable)
             // A deadline, not a wait: the byte is already there, so a ready poll is immediate.
-            return (try polls.wait(timeoutMilliseconds: 10_000), try Sys.poll(reader, Int16(POLLIN), 10_000))
+            return (try polls.wait(timeout: .seconds(10)), try Sys.poll(reader, Int16(POLLIN), .seconds(10)))
         }
         #expect(ready.count == 1 && ready.first?.0 == readEnd && ready.first?.1.contains(.readable) == true)
         #expect(readable)
@@ -63,7 +63,7 @@ import Testing
             defer { listener.close() }
             let client = try UnixStreamSocket.connect(to: path)
             defer { client.close() }
-            let server = try #require(try acceptWithin(listener, milliseconds: 10_000))
+            let server = try #require(try accept(from: listener, within: .seconds(10)))
             defer { server.close() }
 
             let message = randomBytes(3_001, seed: 13)
@@ -122,8 +122,8 @@ import Testing
         #expect(faults.interruptions == 0 && faults.shortenedTransfers == 0)
     }
 
-    private func acceptWithin(_ listener: UnixStreamSocket, milliseconds: Int32) throws -> UnixStreamSocket? {
-        guard try listener.wait(for: .readable, timeoutMilliseconds: milliseconds) else { return nil }
+    private func accept(from listener: UnixStreamSocket, within timeout: Duration) throws -> UnixStreamSocket? {
+        guard try listener.wait(for: .readable, timeout: timeout) else { return nil }
         return try listener.accept()
     }
 }

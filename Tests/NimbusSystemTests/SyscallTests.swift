@@ -31,6 +31,28 @@ import NimbusTestSupport
         }
     }
 
+    /// Waits are `Duration?` down to the seam, which alone makes poll's milliseconds: nil waits
+    /// for ever, a deadline under a millisecond away waits 1 ms rather than spinning on 0, and
+    /// one already past only looks.
+    @Test func pollTimeoutsAreMadeFromDurationsAtTheSeam() throws {
+        #expect(Sys.pollTimeout(nil) == -1)
+        #expect(Sys.pollTimeout(.microseconds(300)) == 1 && Sys.pollTimeout(.nanoseconds(1)) == 1)
+        #expect(Sys.pollTimeout(.seconds(1) + .nanoseconds(1)) == 1001 && Sys.pollTimeout(.milliseconds(250)) == 250)
+        #expect(Sys.pollTimeout(.zero) == 0 && Sys.pollTimeout(.seconds(-3)) == 0)
+        #expect(Sys.pollTimeout(.seconds(Int64.max)) == .max)
+        let (reader, writer) = try Sys.pipe()
+        let readEnd = FileDescriptor(rawValue: reader), writeEnd = FileDescriptor(rawValue: writer)
+        defer { try? readEnd.close(); try? writeEnd.close() }
+        var polls = PollSet()
+        polls.set(readEnd, .readable)
+        #expect(try polls.wait(timeout: .zero).isEmpty, "nothing written: a zero timeout only looks")
+        #expect(try polls.wait(timeout: .seconds(-1)).isEmpty, "a deadline already past only looks")
+        try writeEnd.writeAll([1])
+        // nil would wait for ever, were the byte not there: it is, so the wait ends at once.
+        #expect(try polls.wait(timeout: nil).map(\.0) == [readEnd])
+        #expect(try Sys.poll(reader, Int16(POLLIN), nil))
+    }
+
     @Test func errorsMapToTheirErrno() throws {
         try Scratch.with { scratch in
             #expect(throws: Errno.noSuchFile) {

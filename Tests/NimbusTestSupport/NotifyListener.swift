@@ -18,7 +18,7 @@ public final class NotifyListener: @unchecked Sendable {
         socket = try UnixDatagramSocket.bound(to: path)
         let thread = Thread { [self] in
             while !condition.withLock({ stopping }) {
-                guard let message = try? socket.receive(timeoutMilliseconds: 100) else { continue }
+                guard let message = try? socket.receive(timeout: .milliseconds(100)) else { continue }
                 let received = ContinuousClock.now
                 let text = String(decoding: message, as: UTF8.self)
                 condition.withLock {
