@@ -27,17 +27,20 @@ public final class ConfigurationReloader: Sendable {
     private let applied: Mutex<Configuration>
     private let load: @Sendable () throws -> Configuration
     private let apply: @Sendable (Configuration) -> Void
+    private let log: Logger
 
-    public init(initial: Configuration, load: @escaping @Sendable () throws -> Configuration,
+    public init(initial: Configuration, log: Logger, load: @escaping @Sendable () throws -> Configuration,
                 apply: @escaping @Sendable (Configuration) -> Void) {
         self.initial = initial
         self.applied = Mutex(initial)
+        self.log = log
         self.load = load
         self.apply = apply
     }
 
     /// Reads the configuration again and applies it. A configuration error throws an
-    /// `RPCError` (`failed`, with the file, line and key) and changes nothing.
+    /// `RPCError` (`failed`, with the file, line and key) and changes nothing. Settings that
+    /// need a restart are logged here, once, whether SIGHUP or the `reload` method asked.
     public func reload() throws -> ReloadResult {
         let new: Configuration
         do {
@@ -57,6 +60,11 @@ public final class ConfigurationReloader: Sendable {
             }
         }
         applied.withLock { $0 = new }
+        if !needsRestart.isEmpty {
+            log.warning("\(needsRestart.joined(separator: ", ")) changed in the configuration, but only a restart applies "
+                        + "\(needsRestart.count == 1 ? "it" : "them"): restart nimbusd to use the new "
+                        + "\(needsRestart.count == 1 ? "value" : "values")")
+        }
         apply(new)
         return ReloadResult(changed: changed, needsRestart: needsRestart)
     }

@@ -100,7 +100,7 @@ public enum DaemonMain {
         defer { desktop?.stop() }
         let deviceName = configuration.deviceName
         let reloader = ConfigurationReloader(
-            initial: configuration,
+            initial: configuration, log: log,
             load: { try reloadedConfiguration(arguments: arguments, environment: environment) },
             apply: { configuration in
                 var reloaded = runtimeOptions(configuration, environment: environment)
@@ -134,8 +134,7 @@ public enum DaemonMain {
             }
             notifier.reloading(at: SystemClock().monotonicNow)
             do {
-                let result = try reloader.reload()
-                if !result.needsRestart.isEmpty { log.warning("restart nimbusd to apply: \(result.needsRestart.joined(separator: ", "))") }
+                _ = try reloader.reload()  // It logs what needs a restart.
             } catch {
                 log.error("cannot reload the configuration: \(error); the previous one stays in force")
                 notifier.ready(status: runtime.statusLine())

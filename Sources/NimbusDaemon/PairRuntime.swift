@@ -177,12 +177,10 @@ public final class PairRuntime<FS: FileSystem, Watcher: TreeWatching>: @unchecke
         engine.settings.isIgnored = { rules.isIgnored($0, isDirectory: $1) }
     }
 
-    /// Applies a new configuration (SIGHUP). Folders cannot change while running.
+    /// Applies a new configuration (SIGHUP, `reload`). Folders cannot change while running:
+    /// new ones are ignored here (`ConfigurationReloader` says they need a restart).
     public func reload(_ newOptions: RuntimeOptions) {
         perform { [self] in
-            if newOptions.localRoot != options.localRoot || newOptions.cloudRoot != options.cloudRoot {
-                log.warning("the local or cloud folder changed in the configuration; restart nimbusd to use the new folders")
-            }
             // The ignore rules stay: they are read again from `.nimbusignore` below.
             var settings = newOptions.engine
             settings.isIgnored = engine.settings.isIgnored

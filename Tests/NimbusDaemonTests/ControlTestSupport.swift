@@ -153,14 +153,18 @@ final class SocketClient {
 final class DaemonProcess: NimbusdProcess {
     let root: String
     let deviceName: String
+    /// The folders come from the config file (`writeConfig`), not from flags, which would
+    /// override it: a reload can then change them.
+    let foldersInConfig: Bool
 
     /// Creates the folders (the temporary root is 0755, so another user can reach a socket
     /// placed in it) and runs `prepare` on them before the daemon starts.
-    init(socketPath: String? = nil, socketInRoot: Bool = false, deviceName: String = "laptop",
+    init(socketPath: String? = nil, socketInRoot: Bool = false, deviceName: String = "laptop", foldersInConfig: Bool = false,
          prepare: (DaemonProcess) throws -> Void = { _ in }) throws {
         let base = try TemporaryDirectory.make("nimbus-control", in: FileManager.default.temporaryDirectory.path)
         root = base
         self.deviceName = deviceName
+        self.foldersInConfig = foldersInConfig
         super.init(name: "nimbusd " + deviceName, local: base + "/local", cloud: base + "/cloud", stateDirectory: base + "/state",
                    socketPath: socketPath ?? (socketInRoot ? base + "/nimbus.sock" : base + "/runtime/nimbus/test.sock"),
                    logPath: base + "/daemon.log", notifyPath: nil)
@@ -178,7 +182,8 @@ final class DaemonProcess: NimbusdProcess {
     }
 
     func start() throws {
-        try launch(arguments: pairArguments + ["--device-name", deviceName, "--log-level", "debug"],
+        let folders = foldersInConfig ? ["--state-dir", stateDirectory, "--socket", socketPath] : pairArguments
+        try launch(arguments: folders + ["--device-name", deviceName, "--log-level", "debug"],
                    environment: ["HOME": root + "/home", "XDG_CONFIG_HOME": root + "/config", "XDG_STATE_HOME": root + "/xstate",
                                  "XDG_RUNTIME_DIR": root + "/runtime", "PATH": "/usr/bin:/bin"])
     }
@@ -204,6 +209,9 @@ final class DaemonProcess: NimbusdProcess {
         try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
         try Data(text.utf8).write(to: url)
     }
+
+    /// The config file a reload reads (`$XDG_CONFIG_HOME/nimbus/default.conf`).
+    func writeConfig(_ text: String) throws { try write("default.conf", text, in: root + "/config/nimbus") }
 
     func read(_ relative: String, in side: String) -> String? {
         try? String(contentsOfFile: side + "/" + relative, encoding: .utf8)
