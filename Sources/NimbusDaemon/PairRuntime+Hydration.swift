@@ -5,6 +5,10 @@ import NimbusSystem
 /// fanotify group, the engine learns what it filled (journal, state, `watch` and `status`
 /// progress) on its own thread, and the marker lets the engine write, evict and convert.
 extension PairRuntime where FS == DiskFileSystem {
+    /// Also in mirror mode: a file the user evicts stays a placeholder there, `mode` is a live
+    /// setting (a reload to on-demand makes placeholders at once), and a group systemd kept
+    /// across a crash may hold readers of placeholders from before. At idle the server's thread
+    /// sleeps without a timeout, so it costs a thread and a pipe, nothing more.
     func startHydration() {
         guard options.engine.placeholderStyle == .realName else { return }
         guard let group = options.fanotifyGroup else {

@@ -112,6 +112,29 @@ struct RealNamePlaceholderDaemonTests {
         #expect(refused.error["name"] as? String == "pinned", "\(refused.result)")
     }
 
+    /// Mirror mode has placeholders too: a file the user evicts stays one (and a reload may
+    /// switch to on-demand mode), so the hydration server runs there as well.
+    @Test("mirror mode: an evicted file is a real-name placeholder, and reading it gives the cloud's bytes")
+    func mirrorModeEvictedFileIsServed() async throws {
+        let content = Self.random(1 << 16)
+        let s = try PlaceholderSandbox("mirrorEvict", base: RealNameSupport.base)
+        defer { s.finish() }
+        let d = s.daemon
+        d.style = "real-name"
+        d.mode = "mirror"
+        try PlaceholderFiles.write(d.cloud + "/m.bin", content)
+        try await d.start()
+        try await d.eventually("m.bin downloaded") {
+            let state = try await d.ctlJSON(["info", "m.bin"])["state"] as? String
+            return state == "downloaded" ? nil : "state \(state ?? "-")"
+        }
+        let evicted = try await d.ctlJSON(["evict", "m.bin"])
+        #expect(evicted["state"] as? String == "notDownloaded", "\(evicted)")
+        #expect(Self.notDownloaded(d, "m.bin") == nil)
+        let read = Self.run("cmp '\(d.local)/m.bin' '\(d.cloud)/m.bin'")
+        #expect(read.status == 0, "read after evict in mirror mode: \(read.output)")
+    }
+
     @Test("a clean stop takes the permission bits of not-downloaded files; the next start marks them and gives them back")
     func guardAcrossAStop() async throws {
         let s = try await Self.start("guardAcrossAStop", files: ["a.txt": Array("guarded\n".utf8), "b.txt": Array("read\n".utf8)])
