@@ -98,7 +98,7 @@ struct ControlEventFanOut {
             params.setFrom(WirePath(from))
             params.side = side == .local ? "local" : "cloud"
             return params
-        case .deletionsHeld(let side, let held):
+        case .deletionsHeld(let side, let held, _):
             let sorted = held.sorted()
             var params = EventParams(type: "deletions-held", timeNs: wall)
             if let first = sorted.first { params.setPath(WirePath(first)) }

@@ -63,8 +63,8 @@ struct DesktopAlertFilter {
     /// The notifications `event` causes at once; conflicts and errors wait for `due`.
     mutating func absorb(_ event: EngineEvent, now: MonotonicInstant) -> [DesktopAlert] {
         switch event {
-        case .deletionsHeld(let side, let paths):
-            return paths.isEmpty ? [] : [deletionsHeld(on: side, paths)]
+        case .deletionsHeld(let side, let paths, let applied):
+            return paths.isEmpty ? [] : [deletionsHeld(on: side, paths, alreadyApplied: applied)]
         case .phase(.halted(let message)):
             return [DesktopAlert(summary: "Nimbus stopped syncing", body: message, urgency: 2)]
         case .fetchesRefused(let path, let limit, let program):
@@ -112,11 +112,13 @@ struct DesktopAlertFilter {
         return paths.count > limit ? shown + " and \(paths.count - limit) more" : shown
     }
 
-    func deletionsHeld(on side: Side, _ paths: [RelativePath]) -> DesktopAlert {
+    func deletionsHeld(on side: Side, _ paths: [RelativePath], alreadyApplied: Int = 0) -> DesktopAlert {
         let (here, other) = side == .local ? ("your local folder \(localRoot)", "the cloud folder") : ("the cloud folder \(cloudRoot)", "your local folder")
         let count = paths.count == 1 ? "1 deletion" : "\(paths.count) deletions"
         let body = "\(paths.count == 1 ? "A file was" : "\(paths.count) files were") deleted in \(other), more than the safety limit "
             + "allows at once, so Nimbus has not deleted \(paths.count == 1 ? "it" : "them") from \(here) yet (\(list(paths.sorted()))). "
+            + (alreadyApplied == 0 ? "" : "\(alreadyApplied == 1 ? "1 file" : "\(alreadyApplied) files") deleted from \(here) "
+                + "just before are kept, and restoring brings \(alreadyApplied == 1 ? "it" : "them") back too. ")
             + "Confirm to delete them there too, or restore them to \(other). "
             + "In a terminal: \(command("confirm-deletes")) or \(command("revert-deletes"))."
         return DesktopAlert(summary: "Nimbus is holding \(count)", body: body, urgency: 2,

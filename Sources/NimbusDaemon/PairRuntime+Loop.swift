@@ -49,7 +49,7 @@ extension PairRuntime {
         let trim = batcher.batcher.nextDeadline == nil ? settledTrim : nil
         let deadlines = [paused ? nil : batcher.batcher.nextDeadline, engine.nextRetry, batcher.nextRescan, batcher.nextPoll,
                          usesCache && !paused ? nextCacheCheck : nil,
-                         isHalted ? nextHaltedCheck : nil, nextWatchdog, trim]
+                         isHalted ? nextHaltedCheck : nil, nextWatchdog, trim, isHalted ? nil : engine.nextKeptRelease]
         return deadlines.compactMap { $0 }.min()
     }
 
@@ -80,6 +80,9 @@ extension PairRuntime {
             nextWatchdog = now + interval
         }
         for path in engine.dueRetries() { batcher.batcher.add(.settled(path), now: now) }
+        // What deleted files kept for the mass-delete guard goes once its window has passed
+        // (not while a root is missing: the rest of that deletion cannot be seen then).
+        if !isHalted, let due = engine.nextKeptRelease, now >= due { engine.releaseExpiredDeletions() }
         let paused = engine.isPaused
         if !paused && !isHalted { checkCacheBudget(now: now) }
         // While halted (a root missing or not ours), look again every few seconds; not at

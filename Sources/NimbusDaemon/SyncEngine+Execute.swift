@@ -103,15 +103,15 @@ extension SyncEngine {
             try system(side).rename(path, to: copyName, replacing: false)
         case .remove(let path, let side, let expected):
             try expect(path, on: side, expected)
-            try removeKeepingVersion(path, on: side, expected: expected)
+            let kept = try removeKeepingContent(path, on: side, expected: expected)
             setRecord(path, nil)
-            noteDeletion(on: side)
+            noteDeletion(path, on: side, kept: kept)
             emit(.removed(path, on: side))
         case .removeDirectory(let path, let side, let expected):
             try expect(path, on: side, expected)
             try system(side).removeDirectory(path)
             setRecord(path, nil)
-            noteDeletion(on: side)
+            noteDeletion(path, on: side, kept: .folder(mode: expected.mode))
             emit(.removed(path, on: side))
         case .makeDirectory(let path, let side, let source):
             do {
@@ -254,24 +254,29 @@ extension SyncEngine {
     /// (`FileSystem.moveAside`): another device's version is put back, never silently kept
     /// only in the versions store. `expected` is what the plan saw (nil: whatever is there).
     func removeKeepingVersion(_ path: RelativePath, on side: Side, expected: FileMetadata? = nil) throws {
-        guard side == .cloud else { return try removeLocalFile(path, expected: expected) }
+        guard side == .cloud else { try removeLocalFile(path, expected: expected); return }
         try moveToVersions(path, filedUnder: path, expected: expected)
     }
 
     /// Moves the cloud file at `path` into the versions store as a version of `file` (itself,
     /// or the file a conflict copy belongs to), checking what was moved against `expected`.
-    func moveToVersions(_ path: RelativePath, filedUnder file: RelativePath, expected: FileMetadata? = nil) throws {
+    /// Returns where it went.
+    @discardableResult
+    func moveToVersions(_ path: RelativePath, filedUnder file: RelativePath, expected: FileMetadata? = nil) throws -> RelativePath {
         let store = VersionStore(device: settings.deviceName)
         let now = clock.wallNow
         let hash = expected == nil ? nil : expectedCloudHash(path)
         guard let expected = try expected ?? cloud.metadata(of: path) else { throw CopyError.destinationChanged(path) }
         try makeDirectories(store.location(for: file, at: now).parent, in: cloud)
-        for attempt in 1... {
+        var attempt = 1
+        while true {
             do {
-                try cloud.moveAside(path, to: store.location(for: file, at: now, attempt: attempt), expected: expected, hash: hash)
-                return noteVersionKept(size: expected.size)
+                let location = store.location(for: file, at: now, attempt: attempt)
+                try cloud.moveAside(path, to: location, expected: expected, hash: hash)
+                noteVersionKept(size: expected.size)
+                return location
             } catch let error as SystemError where error.errno == .fileExists && attempt < 100 {
-                continue
+                attempt += 1
             }
         }
     }

@@ -4,6 +4,8 @@ import NimbusVocabulary
 /// How a guarded removal of a local file ended.
 enum GuardedRemoval {
     case removed
+    /// Out of its folder, kept at the place asked for (see `keepRemoved`).
+    case kept
     /// The file was not as expected once out of reach: it is back at its name (or kept as a
     /// conflict copy beside it when the name was taken meanwhile).
     case changed
@@ -20,34 +22,41 @@ extension SyncEngine {
     /// then its metadata (a writer that closed before that check has written what it wrote,
     /// which the metadata shows). Only then is it removed.
     ///
+    /// With `keepingAt`, a file that passed the checks is moved there instead of removed
+    /// (a deletion the mass-delete guard may still undo, `keepRemoved`).
+    ///
     /// A crash before the removal leaves it at a temporary name, which the next start sweeps:
     /// it equals the base there, and the base is kept on the other side or in the versions store.
     func removeGuarded(_ path: RelativePath, expected: FileMetadata, tag: String,
-                       checkingWriters: Bool) throws -> GuardedRemoval {
+                       checkingWriters: Bool, keepingAt place: RelativePath? = nil) throws -> GuardedRemoval {
         let aside = try path.parent.appending(name: TemporaryName.prefix + Array(tag.utf8) + Array(path.name.prefix(200)))
         try local.rename(path, to: aside, replacing: false)
         let outcome: GuardedRemoval
         if checkingWriters && local.isOpenForWriting(aside) {
             outcome = .openForWriting
         } else if let moved = try local.metadata(of: aside), moved.isUnchanged(from: expected) {
+            if let place, keepRemoved(aside, of: path, at: place) { return .kept }
             try local.removeFile(aside)
             return .removed
         } else {
             outcome = .changed
         }
-        try putBack(aside, at: path)
+        try putBack(aside, at: path) { copy in
+            "\(path) changed while it was being removed, and a new \(path) appeared meanwhile; the changed one is kept as \(copy)"
+        }
         return outcome
     }
 
     /// Puts a file that must not be removed back at `path`; if a program created a new file
-    /// there meanwhile, it is kept beside it as a conflict copy (a local file: uploaded next).
-    private func putBack(_ aside: RelativePath, at path: RelativePath) throws {
+    /// there meanwhile, it is kept beside it as a conflict copy (a local file: uploaded next),
+    /// and `notice` says so in the log.
+    func putBack(_ aside: RelativePath, at path: RelativePath, notice: (RelativePath) -> String) throws {
         do {
             try local.rename(aside, to: path, replacing: false)
         } catch let error as SystemError where error.errno == .fileExists {
             let copy = namer.name(for: path) { (try? local.metadata(of: $0)) != nil }
             try local.rename(aside, to: copy, replacing: false)
-            log.notice("\(path) changed while it was being removed, and a new \(path) appeared meanwhile; the changed one is kept as \(copy)")
+            log.notice(notice(copy))
         }
     }
 
@@ -60,13 +69,16 @@ extension SyncEngine {
     }
 
     /// Removes the local file at `path`, which the plan saw as `expected` (nil: as it is now),
-    /// unless a program has it open for writing or changed it since.
-    func removeLocalFile(_ path: RelativePath, expected: FileMetadata?) throws {
+    /// unless a program has it open for writing or changed it since. With `keepingAt`, it is
+    /// moved there instead when it can be; true when it was.
+    @discardableResult
+    func removeLocalFile(_ path: RelativePath, expected: FileMetadata?, keepingAt place: RelativePath? = nil) throws -> Bool {
         // A file visibly in use is not even moved: a program saving it meanwhile would find its name gone.
         try ensureNotOpenForWriting(path)
-        guard let expected = try expected ?? local.metadata(of: path) else { return }
-        switch try removeGuarded(path, expected: expected, tag: "remove-", checkingWriters: true) {
-        case .removed: return
+        guard let expected = try expected ?? local.metadata(of: path) else { return false }
+        switch try removeGuarded(path, expected: expected, tag: "remove-", checkingWriters: true, keepingAt: place) {
+        case .removed: return false
+        case .kept: return true
         case .changed: throw ChangedSincePlanned(path: path, side: .local)
         case .openForWriting: throw CopyError.destinationInUse(path)
         }

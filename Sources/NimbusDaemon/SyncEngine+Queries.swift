@@ -23,8 +23,9 @@ public enum EngineEvent: Sendable, Hashable {
     case removed(RelativePath, on: Side)
     /// The engine renamed `from` to `to` on `side` (following a rename on the other side).
     case renamed(from: RelativePath, to: RelativePath, on: Side)
-    /// The mass-delete guard newly held these deletions on `side` until the user decides.
-    case deletionsHeld(on: Side, [RelativePath])
+    /// The mass-delete guard newly held these deletions on `side` until the user decides;
+    /// `alreadyApplied` deletions made there within its window are kept and undone with them.
+    case deletionsHeld(on: Side, [RelativePath], alreadyApplied: Int = 0)
     /// Opening placeholders was refused past `open-rate-limit` (once per storm): `program`
     /// opened `path`.
     case fetchesRefused(RelativePath, limit: Int, program: String?)

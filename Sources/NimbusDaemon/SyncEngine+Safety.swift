@@ -8,16 +8,17 @@ extension SyncEngine {
     /// confirms or reverts. Deletions already held stay held in later passes.
     func guardDeletes(_ plan: Plan) -> Plan {
         let s = settings
-        let since = clock.monotonicNow - Self.deletionWindow
+        releaseExpiredDeletions()
         let (tracked, alreadyHeld, recent) = state.withLock { s in
-            for side in Side.allCases { s.recentDeletions[side]!.removeAll { $0 < since } }
-            return (s.index.count, Set(s.heldDeletes.map(\.path)), s.recentDeletions)
+            (s.index.count, Set(s.heldDeletes.map(\.path)), s.appliedDeletions.counts)
         }
-        let (held, newlyHeldOn) = deletionsToHold(plan, tracked: tracked, alreadyHeld: alreadyHeld, recentDeletions: recent.mapValues(\.count),
+        let (held, newlyHeldOn) = deletionsToHold(plan, tracked: tracked, alreadyHeld: alreadyHeld, recentDeletions: recent,
                                                   maxPercent: s.maxDeletePercent, minimum: s.massDeleteMinimum)
         for side in newlyHeldOn {
-            log.warning("holding \(plan.deletions(on: side).count) deletions in the \(side) folder (more than \(s.maxDeletePercent)% of \(tracked) synced entries): if the other folder was emptied by mistake, run 'nimbusctl revert-deletes'; to apply them, run 'nimbusctl confirm-deletes'")
-            emit(.deletionsHeld(on: side, plan.deletions(on: side).map(\.path)))
+            let holding = plan.deletions(on: side).map(\.path)
+            let applied = state.withLock { $0.appliedDeletions.restorable(on: side) }
+            log.warning(Self.holdingMessage(holding.count, on: side, applied: applied, tracked: tracked, maxPercent: s.maxDeletePercent))
+            emit(.deletionsHeld(on: side, holding, alreadyApplied: applied))
         }
         guard !held.isEmpty else { return plan }
         let filtered = withoutHeld(plan, held)
@@ -29,25 +30,36 @@ extension SyncEngine {
         return filtered
     }
 
+    static func holdingMessage(_ count: Int, on side: Side, applied: Int, tracked: Int, maxPercent: Int) -> String {
+        let seconds = Int(deletionWindow.components.seconds)
+        let already = applied == 0 ? ""
+            : "; \(applied) deletion(s) of the same kind applied there in the last \(seconds) s are kept and come back with them"
+        return "holding \(count) deletions in the \(side) folder (more than \(maxPercent)% of \(tracked) synced entries)\(already): "
+            + "if the other folder was emptied by mistake, run 'nimbusctl revert-deletes'; to apply them, run 'nimbusctl confirm-deletes'"
+    }
+
     /// How long applied deletions keep counting toward the mass-delete guard: longer than the
     /// longest quiet the event batcher waits for before it takes a pause for the end of an
     /// `rm` (30 s, `EventBatcher`), so that when a stalled `rm` was split anyway, its first
     /// part still counts when the rest comes.
     static var deletionWindow: Duration { .seconds(45) }
 
-    func noteDeletion(on side: Side) {
+    /// A deletion was applied on `side`; what it removed is kept as `kept` for the window.
+    func noteDeletion(_ path: RelativePath, on side: Side, kept: KeptContent) {
         let now = clock.monotonicNow
-        state.withLock { $0.recentDeletions[side]!.append(now) }
+        state.withLock { $0.appliedDeletions.append(AppliedDeletion(path: path, side: side, at: now, kept: kept)) }
     }
 
-    /// Applies the held deletions (each still re-checked against what was planned).
+    /// Applies the held deletions (each still re-checked against what was planned), and lets
+    /// go of what the deletions applied before, and these, were keeping.
     public func confirmDeletes() -> Int {
         checkOwner()
         let held = state.withLock { s in
             // The user decided: earlier deletions no longer count toward the guard.
-            defer { s.heldDeletes = []; s.status.heldDeletes = 0; s.recentDeletions = [.local: [], .cloud: []] }
+            defer { s.heldDeletes = []; s.status.heldDeletes = 0 }
             return s.heldDeletes
         }
+        defer { letGo(state.withLock { $0.appliedDeletions.take(on: Set(Side.allCases)) }) }
         guard !held.isEmpty else { return 0 }
         var plan = Plan()
         plan.actions = held
@@ -57,22 +69,25 @@ extension SyncEngine {
         return held.count
     }
 
-    /// Undoes the held deletions: the deleted entries are brought back from the other side.
+    /// Undoes the mass deletion as a whole: the held deletions, and the deletions applied on
+    /// the same side within the window before the guard tripped (or since), whose content
+    /// was kept. Returns how many deletions were undone.
     public func revertDeletes() -> Int {
         checkOwner()
-        let held = state.withLock { s in
-            // The user decided: earlier deletions no longer count toward the guard.
-            defer { s.heldDeletes = []; s.status.heldDeletes = 0; s.recentDeletions = [.local: [], .cloud: []] }
-            return s.heldDeletes
+        let (held, applied) = state.withLock { s in
+            // The user decided: earlier deletions there no longer count toward the guard.
+            defer { s.heldDeletes = []; s.status.heldDeletes = 0 }
+            return (s.heldDeletes, s.appliedDeletions.take(on: Set(s.heldDeletes.compactMap(\.side))))
         }
         guard !held.isEmpty else { return 0 }
+        let restored = restore(applied)
         // Forgetting the base makes the surviving copies look new, so they are copied back.
         for action in held {
             let paths = state.withLock { $0.index.subtree(action.path) }
             for path in paths { setRecord(path, nil) }
         }
         commit()
-        sync(Set(held.map(\.path)))
-        return held.count
+        sync(Set(held.map(\.path)).union(restored))
+        return held.count + restored.count
     }
 }

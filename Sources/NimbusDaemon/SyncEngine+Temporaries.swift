@@ -32,6 +32,8 @@ extension SyncEngine {
         reportSweep(.cloud, "left by an interrupted copy") {
             try cloud.removeTemporaryFiles(in: cloudTemporaryDirectory, .all) + removeStaleTemporariesOfOtherDevices()
         }
+        // Not temporaries: what a sync deleted just before a crash, kept for the mass-delete guard.
+        adoptKeptDeletions()
     }
 
     /// Every `temporarySweepInterval`, between passes: this daemon's copy temporaries that are

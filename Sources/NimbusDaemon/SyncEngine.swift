@@ -59,9 +59,10 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
         /// Paths to look at again, and when.
         var retries: [RelativePath: MonotonicInstant] = [:]
         var retryCount: [RelativePath: Int] = [:]
-        /// When recent deletions were propagated, per side: the mass-delete
-        /// guard counts them too, so an `rm` that arrives in several passes is still caught.
-        var recentDeletions: [Side: [MonotonicInstant]] = [.local: [], .cloud: []]
+        /// The deletions propagated recently, and where their content is kept: the mass-delete
+        /// guard counts them too, so an `rm` that arrives in several passes is still caught,
+        /// and `revert-deletes` brings them back with the held ones (`SyncEngine+KeptDeletions`).
+        var appliedDeletions = AppliedDeletions()
         /// When the running daemon next sweeps leftover temporaries.
         var nextTemporarySweep = MonotonicInstant.origin
         /// This device's recent uploads to a content-checked cloud: the hash and when.

@@ -167,7 +167,8 @@ public struct RescanResult: Codable, Sendable, Equatable {
 }
 
 public struct DeletesResult: Codable, Sendable, Equatable {
-    /// Held deletions applied (confirmDeletes) or undone (revertDeletes).
+    /// Held deletions applied (confirmDeletes), or deletions undone (revertDeletes: the held
+    /// ones and those of the same mass deletion applied before the guard held the rest).
     public var count: Int
     public init(count: Int) { self.count = count }
 }

@@ -127,13 +127,17 @@ enum SyncFiles {
         try names(in: Array(directory.utf8)).map { String(decoding: $0, as: UTF8.self) }
     }
 
+    /// Where the local folder keeps files a sync deleted, for the mass-delete guard's window
+    /// (45 s): Nimbus's own, not a leftover (`SyncEngine+KeptDeletions`).
+    static let deletedHolding = Array(".nimbus-tmp-deleted".utf8)
+
     /// Every path (relative, depth first) below `root` whose name starts with `.nimbus-tmp-`,
-    /// including inside `.nimbus/`.
+    /// including inside `.nimbus/`, except the holding folder of deleted files.
     static func temporaryFiles(in root: String) throws -> [String] {
         var found: [String] = []
         func walk(_ relative: [UInt8]) throws {
             let directory = relative.isEmpty ? Array(root.utf8) : join(root, relative)
-            for name in try names(in: directory) {
+            for name in try names(in: directory) where !(relative.isEmpty && name == deletedHolding) {
                 let path = relative.isEmpty ? name : relative + [UInt8(ascii: "/")] + name
                 if name.starts(with: Array(".nimbus-tmp-".utf8)) { found.append(shown(path)) }
                 if let s = try status(join(root, path)), s.st_mode & S_IFMT == S_IFDIR { try walk(path) }
@@ -145,7 +149,8 @@ enum SyncFiles {
 }
 
 /// What a folder holds, for comparisons: kind, mode, content (or size and mtime for big files),
-/// nanosecond mtime of files, symlink targets. Nimbus's own markers at the top are left out.
+/// nanosecond mtime of files, symlink targets. Nimbus's own markers and holding folder at the
+/// top are left out.
 struct SyncTree: Equatable {
     enum Entry: Equatable, CustomStringConvertible {
         case directory(mode: UInt32)
@@ -175,7 +180,8 @@ struct SyncTree: Equatable {
         func walk(_ relative: [UInt8]) throws {
             let directory = relative.isEmpty ? Array(root.utf8) : SyncFiles.join(root, relative)
             for name in try SyncFiles.names(in: directory) {
-                if relative.isEmpty && !includeNimbusOwn && (name == Array(".nimbus".utf8) || name == Array(".nimbus-root".utf8)) {
+                if relative.isEmpty && !includeNimbusOwn
+                    && (name == Array(".nimbus".utf8) || name == Array(".nimbus-root".utf8) || name == SyncFiles.deletedHolding) {
                     continue
                 }
                 let path = relative.isEmpty ? name : relative + [UInt8(ascii: "/")] + name

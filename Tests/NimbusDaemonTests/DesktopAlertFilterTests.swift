@@ -38,6 +38,15 @@ import Testing
         #expect(alerts[0].heldPaths == [path("a/1.txt"), path("a/2.txt"), path("b c.txt"), path("d.txt")])
     }
 
+    @Test func heldDeletionsSayThatThoseAppliedJustBeforeComeBackToo() {
+        var f = filter()
+        let alerts = run([(0, .deletionsHeld(on: .local, [path("a"), path("b")], alreadyApplied: 248))], &f)
+        try! #require(alerts.count == 1)
+        #expect(alerts[0].summary == "Nimbus is holding 2 deletions")
+        #expect(alerts[0].body.contains("248 files deleted from your local folder") && alerts[0].body.contains("just before are kept, and restoring brings them back too"),
+                "\(alerts[0].body)")
+    }
+
     @Test func anErrorRetriedEveryPassIsToldOnceUntilThePathIsFine() {
         var f = filter()
         let error = EngineEvent.error(path("r.pdf"), "cannot write r.pdf in the local folder: the disk is full")

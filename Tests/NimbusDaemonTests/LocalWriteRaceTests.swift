@@ -73,7 +73,9 @@ import NimbusSystem
     }
 
     /// Before, a local file was checked (unchanged, not open for writing) and then unlinked: a
-    /// save landing in between went with it, although it was never uploaded.
+    /// save landing in between went with it, although it was never uploaded. The engine now
+    /// moves the file aside before the check, and keeps it for the mass-delete guard's window
+    /// rather than unlinking it: the save lands right after that move.
     @Test func aSaveRightBeforeADeletionIsKept() throws {
         let pair = try Self.syncedPair()
 
@@ -81,12 +83,15 @@ import NimbusSystem
         try FileManager.default.removeItem(atPath: "\(pair.root)/cloud/notes.txt")
         let edit = "v1\nsaved here the moment before the deletion\n"
         var saves = 0
-        let editor = SyscallFaults(beforeUnlink: { name in
+        let save = { (name: SystemPath) in
             // The file itself, or wherever the engine has put it before removing it.
             guard name.bytes.reversed().starts(with: Array("notes.txt".utf8).reversed()), saves == 0 else { return }
             saves += 1
             Self.save(pair, "notes.txt", edit)
-        })
+        }
+        let editor = SyscallFaults(afterRename: { name in
+            if TemporaryName.isTemporary(name.bytes) { save(name) }
+        }, beforeUnlink: save)
         Self.syncTwice(pair, first: editor)
         #expect(saves == 1, "the engine never removed notes.txt")
         #expect(Self.read(pair, "local/notes.txt") == edit, "the save was deleted")

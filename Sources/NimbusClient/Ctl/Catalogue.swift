@@ -94,7 +94,7 @@ enum Catalogue {
                         discussion: "The daemon also does it by itself after full scans and when the store outgrows [versions] max-size."),
             CommandSpec(name: "confirm-deletes", summary: "Carry out deletions held by the mass-delete guard"),
             CommandSpec(name: "revert-deletes", summary: "Undo deletions held by the mass-delete guard",
-                        discussion: "The deleted files are brought back from the other side."),
+                        discussion: "The deleted files are brought back from the other side, and so are those the same mass deletion removed just before the guard held the rest."),
         ]),
         ("Controlling", [
             CommandSpec(name: "pause", summary: "Stop syncing until resumed"),

@@ -85,7 +85,7 @@ struct Session: Sendable {
             emit(raw) { result.count == 0 ? "No deletions were held." : "Carried out " + Format.count(result.count, "held deletion") + "." }
         case .revertDeletes:
             let (result, raw) = try await connection.callBoth(.revertDeletes, NoParams(), as: DeletesResult.self)
-            emit(raw) { result.count == 0 ? "No deletions were held." : "Undid " + Format.count(result.count, "held deletion") + "; the files come back." }
+            emit(raw) { result.count == 0 ? "No deletions were held." : "Undid " + Format.count(result.count, "deletion") + " (the held ones and those applied just before them); the files come back." }
         case let .download(paths, wait):
             return try await download(paths, wait: wait)
         case .open(let path):

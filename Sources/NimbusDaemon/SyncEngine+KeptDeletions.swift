@@ -1,0 +1,183 @@
+import NimbusCore
+import NimbusSystem
+import NimbusVocabulary
+
+// What a deletion applied by a sync removed stays recoverable for the mass-delete guard's
+// window (DESIGN §3), so that `revert-deletes` undoes a mass deletion as a whole, including
+// the part applied before the guard tripped (an `rm` the event batcher handed over in two
+// batches, the first under the limit):
+// - a cloud file goes to the versions store, as every deleted cloud file does; a revert moves
+//   it back;
+// - a local file, once checked unchanged and not open (`removeGuarded`), is moved into the
+//   holding folder `.nimbus-tmp-deleted` at the root of the local folder, under its own path,
+//   instead of being unlinked. A temporary name: the scans, the watcher and the ignore rules
+//   pass over it, so it is never uploaded. It is let go (unlinked, its folders removed)
+//   once the window has passed with nothing held on that side, or at `confirm-deletes`;
+//   while deletions are held there, it stays until the user decides. So the disk space of
+//   what a sync deleted is given back at most a window later.
+// - A crash inside the window leaves the kept files in the holding folder: the start-up
+//   sweep of temporaries leaves them alone (their own names are not temporary ones), and
+//   `adoptKeptDeletions` counts them as deletions applied just now, so the guard still sees
+//   them, a revert still brings them back, and otherwise they go a window later. Which
+//   cloud files went to the versions store is not remembered across a restart:
+//   `nimbusctl restore` brings those back one by one.
+
+extension RootMarkers {
+    /// Where local files a sync deleted wait out the mass-delete guard's window.
+    static let deletedHolding = try! RelativePath(validating: ".nimbus-tmp-deleted")
+}
+
+extension SyncEngine {
+    /// Carries out a planned deletion of the file at `path` on `side` (`expected` as planned),
+    /// keeping its content for the window; returns where.
+    func removeKeepingContent(_ path: RelativePath, on side: Side, expected: FileMetadata) throws -> KeptContent {
+        switch side {
+        case .cloud:
+            return .cloudVersion(at: try moveToVersions(path, filedUnder: path, expected: expected), size: expected.size)
+        case .local:
+            let place = RootMarkers.deletedHolding.appending(path)
+            return try removeLocalFile(path, expected: expected, keepingAt: place) ? .localFile(at: place) : .nothing
+        }
+    }
+
+    /// Moves the checked file at `aside` (which was `path`) to `place` in the holding folder.
+    /// False when it cannot be kept (a name there taken by a folder, the disk refusing): it
+    /// is then removed, as it was before the guard kept anything.
+    func keepRemoved(_ aside: RelativePath, of path: RelativePath, at place: RelativePath) -> Bool {
+        do {
+            // Only the owner may go in: a file kept there must not become readable through it
+            // when the folder it came from was closed to others.
+            if try local.metadata(of: RootMarkers.deletedHolding) == nil {
+                try local.makeDirectory(RootMarkers.deletedHolding, mode: 0o700)
+            }
+            try makeDirectories(place.parent, in: local)
+            do {
+                try local.rename(aside, to: place, replacing: false)
+            } catch let error as SystemError where error.errno == .fileExists {
+                // The same path deleted again within the window: the later deletion is the
+                // one a revert brings back.
+                try local.removeFile(place)
+                state.withLock { $0.appliedDeletions.forget(keptAt: .localFile(at: place)) }
+                try local.rename(aside, to: place, replacing: false)
+            }
+            return true
+        } catch {
+            log.warning("could not keep \(path) in \(RootMarkers.deletedHolding) while the mass-delete guard may still undo its deletion (\(error)); it is removed")
+            return false
+        }
+    }
+
+    /// When the next kept local file is due to go (nil: none, or only held ones).
+    public var nextKeptRelease: MonotonicInstant? {
+        state.withLock { s in
+            s.appliedDeletions.nextRelease(window: Self.deletionWindow, holding: Set(s.heldDeletes.compactMap(\.side)))
+        }
+    }
+
+    /// Lets go of what the deletions applied more than a window ago kept, on the sides with
+    /// nothing held: they no longer count toward the guard, and a revert no longer undoes them.
+    public func releaseExpiredDeletions() {
+        let now = clock.monotonicNow
+        let expired = state.withLock { s in
+            s.appliedDeletions.expire(now: now, window: Self.deletionWindow, holding: Set(s.heldDeletes.compactMap(\.side)))
+        }
+        letGo(expired)
+    }
+
+    /// Removes the kept local files of `deletions`, and the folders of the holding place they
+    /// leave empty. A cloud file stays in the versions store, like any deleted one.
+    func letGo(_ deletions: [AppliedDeletion]) {
+        var folders = Set<RelativePath>()
+        for deletion in deletions {
+            guard case .localFile(let place) = deletion.kept else { continue }
+            do {
+                try local.removeFile(place)
+            } catch let error as SystemError where error.errno == .noSuchFile {
+            } catch {
+                log.warning("could not remove \(place) from the local folder: \(error)")
+            }
+            var folder = place.parent
+            while RootMarkers.deletedHolding.contains(folder), folders.insert(folder).inserted { folder = folder.parent }
+        }
+        for folder in folders.sorted(by: { $0.depth > $1.depth }) { try? local.removeDirectory(folder) }
+    }
+
+    /// Brings back what `deletions` removed (see `AppliedDeletions.restoreOrder`), each with
+    /// no base, so that the next pass copies it to the side that lost it. Returns the paths
+    /// brought back; what cannot be is logged with where it is kept.
+    func restore(_ deletions: [AppliedDeletion]) -> Set<RelativePath> {
+        var restored = Set<RelativePath>()
+        for deletion in AppliedDeletions.restoreOrder(deletions) {
+            let path = deletion.path, fs = system(deletion.side)
+            do {
+                switch deletion.kept {
+                case .nothing:
+                    continue
+                case .folder(let mode):
+                    if try fs.metadata(of: path) == nil {
+                        try makeDirectories(path.parent, in: fs)
+                        try fs.makeDirectory(path, mode: mode)
+                    }
+                case .localFile(let place):
+                    try makeDirectories(path.parent, in: local)
+                    try putBackKept(place, at: path)
+                case .cloudVersion(let version, let size):
+                    try makeDirectories(path.parent, in: cloud)
+                    try cloud.rename(version, to: path, replacing: false)
+                    state.withLock {
+                        $0.status.versionsCount -= 1
+                        $0.status.versionsBytes -= size
+                    }
+                }
+                setRecord(path, nil)
+                restored.insert(path)
+            } catch {
+                let kept = switch deletion.kept {
+                case .localFile(let place): "; it is kept in the local folder as \(place)"
+                case .cloudVersion: "; it is kept in the versions store ('nimbusctl versions \(path)' lists it)"
+                default: ""
+                }
+                log.error("could not bring back \(path) in the \(deletion.side) folder: \(error)\(kept)")
+            }
+        }
+        return restored
+    }
+
+    /// Moves a kept local file back to `path` (beside a new file there, as a conflict copy),
+    /// and removes the folders of the holding place it leaves empty.
+    private func putBackKept(_ place: RelativePath, at path: RelativePath) throws {
+        try putBack(place, at: path) { copy in
+            "a new \(path) appeared since its deletion was applied; the deleted one is brought back as \(copy)"
+        }
+        var folder = place.parent
+        while RootMarkers.deletedHolding.contains(folder) {
+            guard (try? local.removeDirectory(folder)) != nil else { break }
+            folder = folder.parent
+        }
+    }
+
+    /// At start: the files a crash left in the holding folder count as deletions applied
+    /// now (see the top of this file); its empty folders go.
+    func adoptKeptDeletions() {
+        let holding = RootMarkers.deletedHolding
+        guard let folder = try? local.metadata(of: holding), folder.kind == .directory else { return }
+        let now = clock.monotonicNow
+        do {
+            let entries = try local.scan(holding, descend: { _ in true }).entries
+            var adopted: [AppliedDeletion] = []
+            for (place, metadata) in entries where metadata.kind != .directory {
+                guard let path = holding.relative(place), !path.isRoot else { continue }
+                adopted.append(AppliedDeletion(path: path, side: .local, at: now, kept: .localFile(at: place)))
+            }
+            state.withLock { s in adopted.forEach { s.appliedDeletions.append($0) } }
+            for (path, metadata) in entries.reversed() where metadata.kind == .directory { try? local.removeDirectory(path) }
+            try? local.removeDirectory(holding)
+            if !adopted.isEmpty {
+                let seconds = Int(Self.deletionWindow.components.seconds)
+                log.notice("\(adopted.count) file(s) a sync deleted from the local folder just before nimbusd stopped are kept in \(holding) for \(seconds) s more: if the mass-delete guard holds the rest of that deletion, 'nimbusctl revert-deletes' brings them back too")
+            }
+        } catch {
+            log.warning("could not look at \(holding) in the local folder: \(error)")
+        }
+    }
+}
