@@ -176,8 +176,14 @@ extension SyncEngine {
         }
     }
 
-    func install(_ pending: PendingInstall, durable: Bool) throws {
-        if let file = pending.placeholder { return try installPlaceholder(pending, at: file, durable: durable) }
+    /// Returns the local file's metadata as the new base records it (nil for a placeholder):
+    /// what `clearTransient` describes, without reading it again.
+    @discardableResult
+    func install(_ pending: PendingInstall, durable: Bool) throws -> FileMetadata? {
+        if let file = pending.placeholder {
+            try installPlaceholder(pending, at: file, durable: durable)
+            return nil
+        }
         let fs = system(pending.side)
         let displaced = pending.side == .cloud && pending.replacing != nil
             ? VersionStore(device: settings.deviceName).location(for: pending.path, at: clock.wallNow) : nil
@@ -216,6 +222,7 @@ extension SyncEngine {
             $0.status.filesCopied += 1
             $0.status.bytesCopied += pending.prepared.bytesCopied
         }
+        return base.local
     }
 
     /// Installs a batch of prepared copies: one flush makes their content durable before any
@@ -233,8 +240,8 @@ extension SyncEngine {
         }
         for pending in batch {
             do {
-                try install(pending, durable: false)
-                clearTransient(pending.path)
+                let local = try install(pending, durable: false)
+                clearTransient(pending.path, local: local)
             } catch {
                 let action: Action = pending.placeholder == nil
                     ? .copy(pending.path, to: pending.side, source: pending.source, replacing: pending.replacing)
@@ -466,12 +473,14 @@ extension SyncEngine {
         emit(.stateChanged(path, fileState))
     }
 
-    func clearTransient(_ path: RelativePath) {
+    /// `local`: the local file's metadata when the caller has just read or recorded it (an
+    /// install), which saves reading it again per file.
+    func clearTransient(_ path: RelativePath, local: FileMetadata? = nil) {
         let wasFailed = state.withLock { s -> Bool? in
             guard let old = s.transient.removeValue(forKey: path) else { return nil }
             return old.message != nil
         }
-        guard let wasFailed, let now = entry(path)?.state else { return }
+        guard let wasFailed, let now = entry(path, local: local)?.state else { return }
         emit(.stateChanged(path, now))
         if wasFailed { publishState(of: path) }
     }

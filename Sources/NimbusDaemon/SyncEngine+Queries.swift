@@ -50,9 +50,12 @@ public struct EngineRequestError: Error, Hashable, Sendable, CustomStringConvert
 
 extension SyncEngine {
     /// The state of `path`, from the index, the transient states and what is on disk.
-    public func entry(_ path: RelativePath) -> EntryInfo? {
+    public func entry(_ path: RelativePath) -> EntryInfo? { entry(path, local: nil) }
+
+    /// `local`: what the local folder holds at `path`, when the caller knows it (else it is read).
+    func entry(_ path: RelativePath, local known: FileMetadata?) -> EntryInfo? {
         let (record, transient) = state.withLock { ($0.index[path], $0.transient[path]) }
-        return Self.describe(path, current: try? local.metadata(of: path), record: record, transient: transient)
+        return Self.describe(path, current: known ?? (try? local.metadata(of: path)), record: record, transient: transient)
     }
 
     /// The one rule for a path's state: in progress or failed (transient) first, then
