@@ -2,6 +2,7 @@
 #include "CNimbus.h"
 #include <errno.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -48,6 +49,32 @@ int cnimbus_peercred(int fd, int32_t *pid, uint32_t *uid, uint32_t *gid) {
 
 int cnimbus_syncfs(int fd) {
     return syncfs(fd);
+}
+
+/* setxattrat(2) and getxattrat(2) (Linux 6.13) have the same number on every architecture;
+   older C headers do not name them. */
+#ifndef __NR_setxattrat
+#define __NR_setxattrat 463
+#endif
+#ifndef __NR_getxattrat
+#define __NR_getxattrat 464
+#endif
+
+/* struct xattr_args of <linux/xattr.h>, which older headers lack. */
+struct cnimbus_xattr_args {
+    unsigned long long value;
+    unsigned int size;
+    unsigned int flags;
+};
+
+int cnimbus_setxattrat(int dirfd, const char *path, const char *name, const void *value, size_t size) {
+    struct cnimbus_xattr_args args = { (unsigned long long)(uintptr_t)value, (unsigned int)size, 0 };
+    return (int)syscall(__NR_setxattrat, dirfd, path, AT_SYMLINK_NOFOLLOW, name, &args, sizeof(args));
+}
+
+ssize_t cnimbus_getxattrat(int dirfd, const char *path, const char *name, void *value, size_t size) {
+    struct cnimbus_xattr_args args = { (unsigned long long)(uintptr_t)value, (unsigned int)size, 0 };
+    return (ssize_t)syscall(__NR_getxattrat, dirfd, path, AT_SYMLINK_NOFOLLOW, name, &args, sizeof(args));
 }
 
 int cnimbus_openat_beneath(int dirfd, const char *path, int flags, unsigned int mode) {

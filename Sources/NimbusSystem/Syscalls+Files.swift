@@ -97,6 +97,22 @@ extension Sys {
         }
     }
 
+    /// The value of attribute `name` of the entry `path` of directory `dir` into `buffer` (an
+    /// empty buffer asks for the size); a final symlink is not followed. Linux 6.13 and later.
+    /// The corresponding C function is `getxattrat`.
+    static func getxattrat(_ dir: Int32, _ path: SystemPath, _ name: String,
+                           into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        try withCPath(path) { p in try retrying { cnimbus_getxattrat(dir, p, name, buffer.baseAddress, buffer.count) } }
+    }
+
+    /// Sets attribute `name` of the entry `path` of directory `dir`; a final symlink is not
+    /// followed. Linux 6.13 and later. The corresponding C function is `setxattrat`.
+    static func setxattrat(_ dir: Int32, _ path: SystemPath, _ name: String, _ value: UnsafeRawBufferPointer) throws {
+        _ = try withCPath(path) { p in
+            try retrying { cnimbus_setxattrat(dir, p, name, value.baseAddress, value.count) }
+        }
+    }
+
     /// Sets attribute `name` of an open file. The corresponding C function is `fsetxattr`.
     static func fsetxattr(_ fd: Int32, _ name: String, _ value: UnsafeRawBufferPointer) throws {
         _ = try retrying { CNimbus.fsetxattr(fd, name, value.baseAddress, value.count, 0) }

@@ -39,6 +39,12 @@ ssize_t cnimbus_receive_with_descriptor(int socket_fd, void *bytes, size_t count
 /// syncfs(2): flush one filesystem.
 int cnimbus_syncfs(int fd);
 
+/// setxattrat(2) and getxattrat(2) with AT_SYMLINK_NOFOLLOW: the extended attribute `name` of
+/// the entry `path` of the directory `dirfd`, a final symlink not followed. Linux 6.13 and
+/// later; ENOSYS before (EPERM under a seccomp filter that does not know them).
+int cnimbus_setxattrat(int dirfd, const char *path, const char *name, const void *value, size_t size);
+ssize_t cnimbus_getxattrat(int dirfd, const char *path, const char *name, void *value, size_t size);
+
 /// openat2(2) with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS: the path may
 /// not leave dirfd nor pass through any symlink. Returns the fd or -1 (ENOSYS on old kernels).
 int cnimbus_openat_beneath(int dirfd, const char *path, int flags, unsigned int mode);
