@@ -43,9 +43,11 @@ extension Journal {
         defer { if !keepsLogFile { try? logFile?.close() } }
         let logBytes = try logFile.map { try directory.readAll($0, JournalDirectory.logName) }
 
-        guard snapshot != nil || logFile != nil else {
+        // Nothing, or what a crash while creating may leave (see `create`): a log of the first
+        // generation holding no record and no snapshot. Nothing was ever committed.
+        guard snapshot != nil || logBytes.map(Self.isEmptyFirstLog) == false else {
             report.createdNew = true
-            try installSnapshot(generation: 1, report: &report) { _ in }
+            try create(report: &report)
             return
         }
 
@@ -168,6 +170,39 @@ extension Journal {
     }
 
     /// Writes and installs a snapshot of `generation`, then starts its empty log.
+    /// Creates the files of a new journal, both flushed before either is renamed into place,
+    /// then the directory flushed once (three flushes, where a compaction's order takes four).
+    ///
+    /// Compaction must make its snapshot's name durable before its log's (the type's comment:
+    /// a new log must never be found next to an older snapshot). A new journal has no older
+    /// snapshot, so both renames may become durable together, in either order: a crash before
+    /// the directory's flush leaves both names, either one, or none, each holding a whole
+    /// header (flushed before its rename). The snapshot alone is a journal whose log is still
+    /// to start, the log alone is recognized (`isEmptyFirstLog`), and none is a new journal:
+    /// nothing was committed in any of them, so nothing is lost and no problem is reported.
+    /// The first commit comes after this returns, when both names are durable.
+    private func create(report: inout RecoveryReport) throws {
+        generation = 1
+        snapshotSize = try writeTemporarySnapshot(generation: generation) { _ in }
+        let file = try writeTemporaryLog()
+        do {
+            try directory.installTemporary(for: JournalDirectory.snapshotName)
+            try directory.installTemporary(for: JournalDirectory.logName)
+            try directory.synchronize()
+        } catch {
+            try? file.close()
+            throw error
+        }
+        report.generation = generation
+        log = file
+        logSize = Int64(FileHeader.size)
+    }
+
+    /// A log of the first generation with no record: all a crash while creating may leave.
+    private static func isEmptyFirstLog(_ bytes: [UInt8]) -> Bool {
+        bytes.count == FileHeader.size && (try? FileHeader.generation(of: .log, in: bytes)) == 1
+    }
+
     private func installSnapshot(generation: UInt64, report: inout RecoveryReport,
                                  _ writeRecords: (inout ChunkedFileWriter) throws -> Void) throws {
         snapshotSize = try writeTemporarySnapshot(generation: generation, writeRecords)

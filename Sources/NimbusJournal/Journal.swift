@@ -142,15 +142,21 @@ public final class Journal: @unchecked Sendable {
         }
     }
 
+    /// Writes an empty log of the current generation to its temporary file and fsyncs it;
+    /// returns it open.
+    func writeTemporaryLog() throws -> FileDescriptor {
+        try directory.writeTemporary(for: JournalDirectory.logName) { file in
+            try file.writeAll(FileHeader.encode(.log, generation: generation))
+        }
+    }
+
     /// Starts an empty log of the current generation, replacing whatever log is there.
     @discardableResult
     func startLog(afterStep: (CompactionStep) throws -> Void = { _ in }) throws -> FileDescriptor {
         // The snapshot of this generation must be durable before its log exists (see the
         // type's comment); fsyncing again is cheap when it already is.
         try directory.synchronize()
-        let file = try directory.writeTemporary(for: JournalDirectory.logName) { file in
-            try file.writeAll(FileHeader.encode(.log, generation: generation))
-        }
+        let file = try writeTemporaryLog()
         do {
             try afterStep(.logWritten)
             try directory.installTemporary(for: JournalDirectory.logName)

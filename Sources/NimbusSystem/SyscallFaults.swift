@@ -24,6 +24,9 @@ public final class SyscallFaults {
     /// Runs right before each `unlinkat` of this thread, with the name: a program that saves the
     /// file at the last moment before it is removed.
     public let beforeUnlink: ((SystemPath) -> Void)?
+    /// Runs right after each `fsync`, `fdatasync` or `syncfs` of this thread that succeeds,
+    /// with the descriptor: a test records what was flushed, and in which order.
+    public let afterSync: ((Int32) -> Void)?
 
     /// How many `EINTR`s were injected, and how many transfers were cut short: a test checks
     /// them to be sure the faults really happened.
@@ -36,12 +39,14 @@ public final class SyscallFaults {
     /// run on this thread, inside the call, and must not call back into `Sys` with a rename or
     /// an unlink of their own (they would run again).
     public init(interruptEveryCall: Bool = false, transferLimit: Int? = nil,
-                afterRename: ((SystemPath) -> Void)? = nil, beforeUnlink: ((SystemPath) -> Void)? = nil) {
+                afterRename: ((SystemPath) -> Void)? = nil, beforeUnlink: ((SystemPath) -> Void)? = nil,
+                afterSync: ((Int32) -> Void)? = nil) {
         precondition(transferLimit.map { $0 > 0 } ?? true, "a transfer limit must let at least one byte through")
         self.interruptEveryCall = interruptEveryCall
         self.transferLimit = transferLimit
         self.afterRename = afterRename
         self.beforeUnlink = beforeUnlink
+        self.afterSync = afterSync
     }
 
     /// Runs `body` with these faults injected into the calling thread's system calls (the
@@ -75,6 +80,9 @@ public final class SyscallFaults {
 
     /// Runs the test's `afterRename` for the name `to` was just given.
     static func renamed(to name: SystemPath) { current?.afterRename?(name) }
+
+    /// Runs the test's `afterSync` for the descriptor just flushed.
+    static func synced(_ fd: Int32) { current?.afterSync?(fd) }
 
     /// Runs the test's `beforeUnlink` for the name about to be removed.
     static func unlinking(_ name: SystemPath) { current?.beforeUnlink?(name) }

@@ -111,9 +111,18 @@ enum Sys {
         return try retrying { Glibc.pwrite(fd, buffer.baseAddress, count, off_t(offset)) }
     }
 
-    static func fsync(_ fd: Int32) throws { _ = try retrying { Glibc.fsync(fd) } }
-    static func fdatasync(_ fd: Int32) throws { _ = try retrying { Glibc.fdatasync(fd) } }
-    static func syncfs(_ fd: Int32) throws { _ = try retrying { cnimbus_syncfs(fd) } }
+    static func fsync(_ fd: Int32) throws { try flushing(fd) { Glibc.fsync(fd) } }
+    static func fdatasync(_ fd: Int32) throws { try flushing(fd) { Glibc.fdatasync(fd) } }
+    static func syncfs(_ fd: Int32) throws { try flushing(fd) { cnimbus_syncfs(fd) } }
+
+    /// One of the flushes above; tests see each (`SyscallFaults.afterSync`).
+    @inline(__always)
+    private static func flushing(_ fd: Int32, _ call: () -> Int32) throws {
+        _ = try retrying(call)
+        #if DEBUG
+        SyscallFaults.synced(fd)
+        #endif
+    }
     /// An advisory lock on the whole open file (`LOCK_EX | LOCK_NB`...). The corresponding C
     /// function is `flock`.
     static func lockFile(_ fd: Int32, _ operation: Int32) throws {
