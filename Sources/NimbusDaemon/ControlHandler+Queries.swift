@@ -55,7 +55,8 @@ extension ControlHandler {
                             startedAtNs: setup.startedAt.nanoseconds, clients: clients, errors: pair.errorCount,
                             versionsCount: status.versionsCount, versionsBytes: status.versionsBytes,
                             placeholderStyle: setup.placeholderStyle?.wireName, placeholderStyleReason: setup.placeholderStyle?.reason,
-                            cloudFilesystem: status.cloudCapabilities.map { Self.describe($0, status.cloudWriteProtocol) })
+                            cloudFilesystem: status.cloudCapabilities.map { Self.describe($0, status.cloudWriteProtocol) },
+                            keptDeletes: status.heldDeletes > 0 && status.keptDeletes > 0 ? status.keptDeletes : nil)
     }
 
     static func describe(_ c: FilesystemCapabilities, _ p: WriteProtocol) -> CloudFilesystem {

@@ -53,6 +53,9 @@ public struct EngineStatus: Sendable {
     public var tracked = 0
     /// Deletions held by the mass-delete guard, waiting for confirm or revert.
     public var heldDeletes = 0
+    /// Deletions applied on a side with deletions held, within the guard's window before it
+    /// tripped or since, whose content is kept: a revert brings them back too.
+    public var keptDeletes = 0
     public var bytesCopied: Int64 = 0
     public var filesCopied = 0
     public var lastError: String?

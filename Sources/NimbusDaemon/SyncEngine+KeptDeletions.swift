@@ -70,7 +70,7 @@ extension SyncEngine {
     /// When the next kept local file is due to go (nil: none, or only held ones).
     public var nextKeptRelease: MonotonicInstant? {
         state.withLock { s in
-            s.appliedDeletions.nextRelease(window: Self.deletionWindow, holding: Set(s.heldDeletes.compactMap(\.side)))
+            s.appliedDeletions.nextRelease(window: Self.deletionWindow, holding: s.holdingSides)
         }
     }
 
@@ -79,7 +79,7 @@ extension SyncEngine {
     public func releaseExpiredDeletions() {
         let now = clock.monotonicNow
         let expired = state.withLock { s in
-            s.appliedDeletions.expire(now: now, window: Self.deletionWindow, holding: Set(s.heldDeletes.compactMap(\.side)))
+            s.appliedDeletions.expire(now: now, window: Self.deletionWindow, holding: s.holdingSides)
         }
         letGo(expired)
     }

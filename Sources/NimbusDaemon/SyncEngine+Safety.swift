@@ -25,7 +25,7 @@ extension SyncEngine {
         state.withLock { s in
             let known = Set(s.heldDeletes.map(\.path))
             s.heldDeletes += held.filter { !known.contains($0.path) }
-            s.status.heldDeletes = s.heldDeletes.count
+            s.publishHeld()
         }
         return filtered
     }
@@ -47,7 +47,10 @@ extension SyncEngine {
     /// A deletion was applied on `side`; what it removed is kept as `kept` for the window.
     func noteDeletion(_ path: RelativePath, on side: Side, kept: KeptContent) {
         let now = clock.monotonicNow
-        state.withLock { $0.appliedDeletions.append(AppliedDeletion(path: path, side: side, at: now, kept: kept)) }
+        state.withLock { s in
+            s.appliedDeletions.append(AppliedDeletion(path: path, side: side, at: now, kept: kept))
+            if !s.heldDeletes.isEmpty { s.publishHeld() }
+        }
     }
 
     /// Applies the held deletions (each still re-checked against what was planned), and lets
@@ -56,7 +59,7 @@ extension SyncEngine {
         checkOwner()
         let held = state.withLock { s in
             // The user decided: earlier deletions no longer count toward the guard.
-            defer { s.heldDeletes = []; s.status.heldDeletes = 0 }
+            defer { s.heldDeletes = []; s.publishHeld() }
             return s.heldDeletes
         }
         defer { letGo(state.withLock { $0.appliedDeletions.take(on: Set(Side.allCases)) }) }
@@ -76,8 +79,8 @@ extension SyncEngine {
         checkOwner()
         let (held, applied) = state.withLock { s in
             // The user decided: earlier deletions there no longer count toward the guard.
-            defer { s.heldDeletes = []; s.status.heldDeletes = 0 }
-            return (s.heldDeletes, s.appliedDeletions.take(on: Set(s.heldDeletes.compactMap(\.side))))
+            defer { s.heldDeletes = []; s.publishHeld() }
+            return (s.heldDeletes, s.appliedDeletions.take(on: s.holdingSides))
         }
         guard !held.isEmpty else { return 0 }
         let restored = restore(applied)
@@ -89,5 +92,16 @@ extension SyncEngine {
         commit()
         sync(Set(held.map(\.path)).union(restored))
         return held.count + restored.count
+    }
+}
+
+extension SyncEngine.EngineState {
+    /// The sides where deletions are held.
+    var holdingSides: Set<Side> { Set(heldDeletes.compactMap(\.side)) }
+
+    /// Publishes the held deletions, and the applied ones a revert brings back with them.
+    mutating func publishHeld() {
+        status.heldDeletes = heldDeletes.count
+        status.keptDeletes = holdingSides.reduce(0) { $0 + appliedDeletions.restorable(on: $1) }
     }
 }

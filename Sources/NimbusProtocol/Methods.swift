@@ -84,6 +84,9 @@ public struct StatusResult: Codable, Sendable, Equatable {
     public var tracked: Int
     /// Deletions held by the mass-delete guard; confirmDeletes or revertDeletes decides.
     public var heldDeletes: Int
+    /// While deletions are held: those the same mass deletion applied before the guard held
+    /// the rest, whose content is kept; revertDeletes brings them back too. Absent otherwise.
+    public var keptDeletes: Int?
     public var conflicts: Int
     public var bytesCopied: Int64
     public var filesCopied: Int
@@ -114,8 +117,9 @@ public struct StatusResult: Codable, Sendable, Equatable {
                 cloudRoot: String, deviceName: String, daemonVersion: String, startedAtNs: Int64, clients: Int,
                 errors: Int = 0, versionsCount: Int = 0, versionsBytes: Int64 = 0,
                 placeholderStyle: String? = nil, placeholderStyleReason: String? = nil,
-                cloudFilesystem: CloudFilesystem? = nil) {
+                cloudFilesystem: CloudFilesystem? = nil, keptDeletes: Int? = nil) {
         self.cloudFilesystem = cloudFilesystem
+        self.keptDeletes = keptDeletes
         self.phase = phase
         self.reason = reason
         self.paused = paused

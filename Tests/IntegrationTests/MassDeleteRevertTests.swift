@@ -43,6 +43,11 @@ struct MassDeleteRevertTests {
         print("[revertWholeMassDeletion-\(direction)] \(line)")
         #expect(line.contains("131 deletion(s) of the same kind applied there"), "the log does not say that the first part is kept: \(line)")
         #expect(try SyncTree(scanning: dst).fileCount == 170, "the held deletions reached \(dst)")
+        let status = daemon.controlJSON(["status"])
+        #expect(status.object?["heldDeletes"] as? Int == 172 && status.object?["keptDeletes"] as? Int == 131,
+                "nimbusctl --json status does not tell the held and the kept deletions: \(status.output)")
+        let shown = daemon.control(["status"]).output
+        #expect(shown.contains("172 deletions held by the safety guard, and 131 deletions of the same kind applied just before"), "\(shown)")
 
         let revert = daemon.control(["revert-deletes"])
         #expect(revert.status == 0, "nimbusctl revert-deletes exited \(revert.status): \(revert.output)")

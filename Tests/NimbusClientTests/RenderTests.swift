@@ -65,6 +65,11 @@ struct RenderTests {
         #expect(troubled.contains("nimbusctl confirm-deletes") && troubled.contains("nimbusctl revert-deletes"))
         #expect(troubled.contains("Last error  copy failed"))
         #expect(status.needsAttention)
+        #expect(!troubled.contains("just before"))
+        status.keptDeletes = 248
+        let split = Render.status(status, plain)
+        #expect(split.contains("120 deletions held by the safety guard, and 248 deletions of the same kind applied just before"))
+        #expect(split.contains("(brings the files back, those deleted just before too)"))
     }
 
     /// The headline names the most urgent thing, in this order: a stopped pair, held

@@ -118,4 +118,27 @@ import NimbusVocabulary
         #expect(runtime.handBackMemoryIfIdle())
         #expect(!runtime.handBackMemoryIfIdle() && runtime.settledTrim == nil, "nothing happened since")
     }
+
+    /// A file deleted in the cloud is kept locally for the mass-delete guard's window; the loop
+    /// wakes up when the window has passed and lets it go, with no pass needed.
+    @Test func aKeptDeletedFileGoesWhenTheWindowHasPassed() throws {
+        let pair = MemoryRuntime()
+        let runtime = pair.runtime
+        runtime.begin()
+        defer { runtime.finish() }
+        try pair.local.write(rp("a"), "one")
+        pair.watcher(.local)?.push([WatchEvent(.created, rp("a"), isDirectory: false)])
+        try pair.stepUntil("a reaches the cloud") { pair.content(pair.cloud, "a") == "one" }
+        try pair.cloud.removeFile(rp("a"))
+        pair.watcher(.cloud)?.push([WatchEvent(.deleted, rp("a"), isDirectory: false)])
+        try pair.stepUntil("a is deleted locally") { pair.content(pair.local, "a") == nil }
+        let holding = RootMarkers.deletedHolding
+        #expect(pair.content(pair.local, holding.description + "/a") == "one")
+        let due = try #require(runtime.engine.nextKeptRelease)
+        #expect(runtime.nextWakeUp().map { $0 <= due } == true, "the loop must wake up for it")
+        pair.clock.advance(by: due - pair.clock.monotonicNow)
+        #expect(runtime.step())
+        #expect(pair.local.snapshot()[holding] == nil, "the kept file and the holding folder go")
+        #expect(runtime.engine.nextKeptRelease == nil)
+    }
 }

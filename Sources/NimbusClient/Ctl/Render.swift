@@ -29,9 +29,11 @@ enum Render {
         }
         if s.heldDeletes > 0 {
             table.add([Table.Cell("Held", .yellow),
-                       Table.Cell(Format.count(s.heldDeletes, "deletion") + " held by the safety guard")])
+                       Table.Cell(Format.count(s.heldDeletes, "deletion") + " held by the safety guard"
+                                  + (s.keptDeletes.map { ", and " + Format.count($0, "deletion") + " of the same kind applied just before" } ?? ""))])
             table.add(["Carry out", Table.Cell(c.command("confirm-deletes"))])
-            table.add(["Undo", Table.Cell(c.command("revert-deletes") + "  (brings the files back)")])
+            table.add(["Undo", Table.Cell(c.command("revert-deletes") + "  (brings the files back"
+                                          + (s.keptDeletes == nil ? ")" : ", those deleted just before too)"))])
         }
         if s.conflicts > 0 {
             table.add([Table.Cell("Conflicts", .yellow),
