@@ -100,11 +100,13 @@ extension PairRuntime {
         switch batch {
         case .everything:
             loadIgnoreRules()
+            batcher.reportedGone = []
             engine.sync(nil)
             workSinceTrim += Self.trimAfterWork
         case .paths(let paths):
             if paths.contains(RootMarkers.ignoreFile) { loadIgnoreRules() }
-            engine.sync(paths)
+            engine.sync(paths, reportedGone: batcher.reportedGone)
+            batcher.reportedGone.subtract(paths)
             workSinceTrim += paths.count
         }
         if !isHalted { restartMissingWatchers() }

@@ -100,6 +100,7 @@ extension PairRuntime {
                 batcher.batcher.add(.settled(from), now: now)
                 batcher.batcher.add(.settled(event.path), now: now)
             case .deleted, .movedFrom:
+                batcher.reportedGone.insert(event.path)
                 batcher.batcher.add(.deleted(event.path), now: now)
             case .opened:
                 if side == .local { opened(event.path) }

@@ -101,6 +101,10 @@ public final class PairRuntime<FS: FileSystem, Watcher: TreeWatching>: @unchecke
         var nextPoll: MonotonicInstant?
         /// Sides whose watcher is gone (root removed, watch limit) and need polling.
         var polledSides: Set<Side> = []
+        /// Paths the watchers reported deleted or moved away, until a pass looks at them: a
+        /// synced path found gone that is not among them waits for the events that explain it
+        /// (`SyncEngine.holdUnreportedDeletions`).
+        var reportedGone: Set<RelativePath> = []
     }
 
     let notifier: SystemdNotifier

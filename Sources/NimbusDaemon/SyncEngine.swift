@@ -63,6 +63,9 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
         /// guard counts them too, so an `rm` that arrives in several passes is still caught,
         /// and `revert-deletes` brings them back with the held ones (`SyncEngine+KeptDeletions`).
         var appliedDeletions = AppliedDeletions()
+        /// Paths whose deletion, which nothing reported, waited once for the events that
+        /// explain it (`holdUnreportedDeletions`).
+        var heldDeletions: Set<RelativePath> = []
         /// When the running daemon next sweeps leftover temporaries.
         var nextTemporarySweep = MonotonicInstant.origin
         /// This device's recent uploads to a content-checked cloud: the hash and when.
@@ -172,7 +175,10 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
     // MARK: - One sync pass
 
     /// Syncs the given paths (and everything below them), or everything when nil.
-    public func sync(_ paths: Set<RelativePath>?) {
+    /// `reportedGone`, when given, names the paths whose deletion (or move away) the watchers
+    /// reported: another synced path found gone waits once for the events that explain it
+    /// (`holdUnreportedDeletions`). Nil takes every deletion as reported.
+    public func sync(_ paths: Set<RelativePath>?, reportedGone: Set<RelativePath>? = nil) {
         checkOwner()
         guard !isStopping, rootsAreReady() else { return }
         setPhase(.syncing)
@@ -180,6 +186,7 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
         var scope = scopeRoots(paths.map(withPlaceholderNames).map(withHardLinkNames))
         // A pass normally settles in one round; a second one follows only when something
         // changed under our feet (an expectation failed) or a conflict moved a file.
+        var held = Set<RelativePath>()
         for _ in 0..<4 where !scope.isEmpty {
             var views = gather(scope)
             let renamedFrom = renameSources(outside: scope, views)
@@ -190,6 +197,8 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
                 scope = scopeRoots(Set(scope).union(renamedFrom))
                 views = gather(scope)
             }
+            let reported = scope == [.root] ? nil : reportedGone.map(withPlaceholderNames)
+            holdUnreportedDeletions(&views, reported: reported, heldInThisSync: &held)
             var plan = makePlan(views)
             plan = guardDeletes(adapt(plan, views))
             // Placeholder repairs first: what they touch is not in this pass's plan, and is

@@ -4,6 +4,7 @@ import Testing
 import NimbusCore
 import NimbusSimulation
 import NimbusSystem
+import NimbusTestSupport
 import NimbusVocabulary
 @testable import NimbusDaemon
 
@@ -140,5 +141,53 @@ import NimbusVocabulary
         #expect(runtime.step())
         #expect(pair.local.snapshot()[holding] == nil, "the kept file and the holding folder go")
         #expect(runtime.engine.nextKeptRelease == nil)
+    }
+
+    /// The race of `SyncEngine.holdUnreportedDeletions` through the runtime: the look that an
+    /// event of our own upload brings comes after a program renamed the file, before the
+    /// rename's events. The clock does not move between the two, so only those events can end
+    /// the wait: the file is renamed in the cloud, not deleted and copied.
+    @Test func aRenameRacingTheLookOurOwnWriteBroughtIsStillARename() throws {
+        let pair = MemoryRuntime()
+        let runtime = pair.runtime
+        try pair.local.write(rp("big"), "a hundred megabytes")
+        runtime.begin()
+        defer { runtime.finish() }
+        let cloudInode = try #require(try pair.cloud.metadata(of: rp("big"))?.inode)
+        try pair.local.rename(rp("big"), to: rp("renamed"), replacing: false)
+        try #require(pair.watcher(.cloud)).push([WatchEvent(.closedWrite, rp("big"), isDirectory: false)])
+        try Polling.wait("the look at big") {
+            _ = runtime.step()
+            return runtime.engine.state.withLock { $0.heldDeletions == [rp("big")] }
+        }
+        #expect(pair.content(pair.cloud, "big") != nil, "nothing reported big gone: its deletion waits")
+        try #require(pair.watcher(.local)).push([WatchEvent(.movedFrom(cookie: 7), rp("big"), isDirectory: false),
+                                                 WatchEvent(.movedTo(cookie: 7), rp("renamed"), isDirectory: false)])
+        try Polling.wait("renamed reaches the cloud") {
+            _ = runtime.step()
+            return pair.content(pair.cloud, "renamed") != nil
+        }
+        #expect(try pair.cloud.metadata(of: rp("renamed"))?.inode == cloudInode, "renamed, not copied")
+        #expect(pair.content(pair.cloud, "big") == nil)
+    }
+
+    /// A deletion the watcher reported is not held: it goes with the batch that reports it.
+    @Test func aReportedDeletionGoesAtOnce() throws {
+        let pair = MemoryRuntime()
+        let runtime = pair.runtime
+        try pair.local.write(rp("a"), "one")
+        runtime.begin()
+        defer { runtime.finish() }
+        try pair.local.removeFile(rp("a"))
+        try #require(pair.watcher(.local)).push([WatchEvent(.deleted, rp("a"), isDirectory: false)])
+        try Polling.wait("the deletion is taken in") {
+            _ = runtime.step()
+            return runtime.batcher.reportedGone == [rp("a")]
+        }
+        // One pass, once the deletions' quiet has passed: a held deletion would wait longer.
+        pair.clock.advance(by: runtime.batcher.batcher.deletionQuiet)
+        #expect(runtime.step())
+        #expect(pair.content(pair.cloud, "a") == nil, "deleted by the pass of the batch that reported it")
+        #expect(runtime.engine.state.withLock { $0.heldDeletions.isEmpty } && runtime.batcher.reportedGone.isEmpty)
     }
 }
