@@ -228,17 +228,17 @@ extension SyncEngine {
     /// Installs a batch of prepared copies: one flush makes their content durable before any
     /// of them is renamed into place, another makes the renames durable.
     func installBatch(_ batch: [PendingInstall], again: inout Set<RelativePath>) {
-        for side in Set(batch.map(\.side)) {
-            do { try system(side).synchronize() } catch {
-                log.error("cannot flush the \(side) folder: \(error); \(batch.count) copies are retried")
-                for pending in batch where pending.side == side {
-                    system(side).discard(pending.prepared)
-                    scheduleRetry(pending.path, error: "\(error)")
-                }
-                return
-            }
-        }
+        let sides = Set(batch.map(\.side))
+        // Content first: no copy gets its name before its bytes are durable. A side whose
+        // flush failed has its copies discarded and retried; the other side's go on.
+        let failed = flush(sides)
+        for (side, error) in failed { log.error("cannot flush the \(side) folder: \(error); its copies are retried") }
         for pending in batch {
+            if let error = failed[pending.side] {
+                system(pending.side).discard(pending.prepared)
+                scheduleRetry(pending.path, error: "\(error)")
+                continue
+            }
             do {
                 let local = try install(pending, durable: false)
                 clearTransient(pending.path, local: local)
@@ -249,9 +249,8 @@ extension SyncEngine {
                 handle(error, for: action, again: &again)
             }
         }
-        for side in Set(batch.map(\.side)) {
-            do { try system(side).synchronize() } catch { log.error("cannot flush the \(side) folder: \(error)") }
-        }
+        // Then the names, before the journal records them (it commits after the pass).
+        for (side, error) in flush(sides.subtracting(failed.keys)) { log.error("cannot flush the \(side) folder: \(error)") }
     }
 
     /// A cloud entry is moved to the versions store; a local one (which equals the base,

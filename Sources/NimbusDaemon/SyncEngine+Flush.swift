@@ -1,0 +1,33 @@
+import NimbusCore
+import NimbusSystem
+import NimbusVocabulary
+
+extension SyncEngine {
+    /// Flushes the folders of `sides`, one `synchronize` per filesystem; returns the sides
+    /// whose flush failed, with the error.
+    ///
+    /// `synchronize` is syncfs(2), which makes a whole filesystem durable, and two folders
+    /// with the same `st_dev` are on the same one (the same superblock: two folders of one
+    /// disk, a bind mount): flushing one makes everything written in the other durable too,
+    /// so that filesystem is flushed once and a failure counts for both (issue 15). Folders
+    /// on two filesystems, or whose device cannot be read, are flushed each on its own.
+    func flush(_ sides: Set<Side>) -> [Side: any Error] {
+        var failed: [Side: any Error] = [:]
+        for group in filesystems(of: sides) {
+            do {
+                try system(group[0]).synchronize()
+            } catch {
+                for side in group { failed[side] = error }
+            }
+        }
+        return failed
+    }
+
+    /// `sides` grouped by the filesystem their folders are on.
+    private func filesystems(of sides: Set<Side>) -> [[Side]] {
+        let ordered = Side.allCases.filter(sides.contains)
+        guard ordered.count == 2, let here = try? local.metadata(of: .root), let there = try? cloud.metadata(of: .root),
+              here.device == there.device else { return ordered.map { [$0] } }
+        return [ordered]
+    }
+}
