@@ -49,7 +49,8 @@ extension PairRuntime {
         let trim = batcher.batcher.nextDeadline == nil ? settledTrim : nil
         let deadlines = [paused ? nil : batcher.batcher.nextDeadline, engine.nextRetry, batcher.nextRescan, batcher.nextPoll,
                          usesCache && !paused ? nextCacheCheck : nil,
-                         isHalted ? nextHaltedCheck : nil, nextWatchdog, trim, isHalted ? nil : engine.nextKeptRelease]
+                         isHalted ? nextHaltedCheck : nil, nextWatchdog, trim, isHalted ? nil : engine.nextKeptRelease,
+                         isHalted ? nil : watchRetry?.due]
         return deadlines.compactMap { $0 }.min()
     }
 
@@ -66,6 +67,7 @@ extension PairRuntime {
                 watchers[side] = nil
                 batcher.polledSides.insert(side)
                 if batcher.nextPoll == nil { batcher.nextPoll = clock.monotonicNow + options.pollInterval }
+                if watchRetry == nil { scheduleWatchRetry(failed: false) }
             }
         }
         return true
@@ -83,6 +85,7 @@ extension PairRuntime {
         // What deleted files kept for the mass-delete guard goes once its window has passed
         // (not while a root is missing: the rest of that deletion cannot be seen then).
         if !isHalted, let due = engine.nextKeptRelease, now >= due { engine.releaseExpiredDeletions() }
+        retryWatchersIfDue(now: now)
         let paused = engine.isPaused
         if !paused && !isHalted { checkCacheBudget(now: now) }
         // While halted (a root missing or not ours), look again every few seconds; not at

@@ -27,11 +27,49 @@ extension PairRuntime {
         }
     }
 
+    /// Tries again to watch the sides whose watcher failed or stopped. A side watched again is
+    /// rescanned: what changed there while nobody watched reported nothing. The sides still
+    /// unwatched are tried again later (`watchRetry`).
     func restartMissingWatchers() {
+        var restarted = false
         for side in Side.allCases where watchers[side] == nil && !(side == .cloud && options.cloudPolls) {
-            if startWatcher(side) { batcher.polledSides.remove(side) }
+            guard startWatcher(side) else { continue }
+            batcher.polledSides.remove(side)
+            restarted = true
+            log.notice("watching the \(side) folder again; rescanning it for what changed meanwhile")
         }
+        if restarted { batcher.batcher.add(.rescanAll, now: clock.monotonicNow) }
         if batcher.polledSides.isEmpty { batcher.nextPoll = nil }
+        if !watcherMissing { watchRetry = nil }
+    }
+
+    /// Whether a side that should be watched has no watcher.
+    var watcherMissing: Bool {
+        Side.allCases.contains { side in watchers[side] == nil && !(side == .cloud && options.cloudPolls) }
+    }
+
+    /// The first retry of a watcher that could not start comes soon: the usual cause is a
+    /// passing shortage (inotify instances, EMFILE, while other programs hold them), and until
+    /// then the side is only polled, every `pollInterval` (30 s). Each failure doubles the wait,
+    /// up to that interval, so that a lasting cause costs little.
+    static var firstWatchRetry: Duration { .seconds(1) }
+
+    /// Plans the next try to watch the missing sides, after a failed one (`failed`) or a reset.
+    func scheduleWatchRetry(failed: Bool) {
+        guard watcherMissing else {
+            watchRetry = nil
+            return
+        }
+        let delay = failed ? min((watchRetry?.delay ?? Self.firstWatchRetry / 2) * 2, options.pollInterval) : Self.firstWatchRetry
+        watchRetry = (clock.monotonicNow + delay, delay)
+    }
+
+    /// Retries the missing watchers when their retry is due (not while halted: a missing root
+    /// cannot be watched, and its return is noticed by the halted checks).
+    func retryWatchersIfDue(now: MonotonicInstant) {
+        guard !isHalted, let retry = watchRetry, now >= retry.due else { return }
+        restartMissingWatchers()
+        scheduleWatchRetry(failed: true)
     }
 
     @discardableResult
@@ -44,9 +82,15 @@ extension PairRuntime {
         do {
             watcher = try makeWatcher(side, SystemPath(root), options)
         } catch {
-            log.warning("cannot watch the \(side) folder \(root): \(error); it is scanned every \(self.options.pollInterval.wholeSeconds) s instead")
+            // Said once; the retries that fail too are only debug lines.
+            if batcher.polledSides.contains(side) {
+                log.debug("still cannot watch the \(side) folder \(root): \(error)")
+            } else {
+                log.warning("cannot watch the \(side) folder \(root): \(error); it is scanned every \(self.options.pollInterval.wholeSeconds) s until it can be watched again")
+            }
             batcher.polledSides.insert(side)
             if batcher.nextPoll == nil { batcher.nextPoll = clock.monotonicNow + self.options.pollInterval }
+            if watchRetry == nil { scheduleWatchRetry(failed: false) }
             return false
         }
         watchers[side] = watcher

@@ -66,6 +66,9 @@ public final class PairRuntime<FS: FileSystem, Watcher: TreeWatching>: @unchecke
     /// The local folder's `.nimbusignore`; nil when there is none.
     let readIgnoreFile: () throws -> [UInt8]?
     var watchers: [Side: Watcher] = [:]
+    /// When the sides left without a watcher are tried again, and the wait that led there
+    /// (`scheduleWatchRetry`); nil while every side that should be watched is.
+    var watchRetry: (due: MonotonicInstant, delay: Duration)?
     /// Whether watchers started now gather bursts (`watchGathering`): only until the first
     /// pass is done.
     var watchersGather = true

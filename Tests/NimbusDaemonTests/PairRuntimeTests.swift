@@ -22,6 +22,32 @@ import NimbusVocabulary
         #expect(pair.runtime.statusLine().hasPrefix("Synced "))
     }
 
+    /// A folder that could not be watched at the start (inotify instances all taken by other
+    /// programs: EMFILE) is tried again within seconds, not only polled every `pollInterval`,
+    /// and is rescanned once watched: what changed there meanwhile arrives long before the
+    /// poll would bring it. (Two daemons sharing a cloud folder under a loaded `swift test`
+    /// waited for that poll, 30 s, when the instances ran out.)
+    @Test func aFolderThatCouldNotBeWatchedIsWatchedAgainSoonAndRescanned() throws {
+        let pair = MemoryRuntime(refusingWatches: [.cloud: 2])
+        let runtime = pair.runtime
+        runtime.begin()
+        defer { runtime.finish() }
+        let started = pair.clock.monotonicNow
+        #expect(pair.watcher(.cloud) == nil && pair.watcher(.local) != nil)
+        #expect(runtime.batcher.polledSides == [.cloud])
+
+        // Written by another device while nobody watches the cloud: no event comes.
+        try pair.cloud.write(rp("from-elsewhere.txt"), "news")
+        try pair.stepUntil("the change made in the unwatched cloud folder arrives") {
+            pair.content(pair.local, "from-elsewhere.txt") == "news"
+        }
+        #expect(pair.clock.monotonicNow < started + runtime.options.pollInterval,
+                "the change arrived only with the poll, \(runtime.options.pollInterval) after the start")
+        #expect(pair.watcher(.cloud) != nil, "the cloud folder is watched again")
+        #expect(runtime.batcher.polledSides.isEmpty && runtime.batcher.nextPoll == nil && runtime.watchRetry == nil,
+                "nothing is polled or retried once both folders are watched")
+    }
+
     @Test func whilePausedNothingIsCopiedAndResumingCatchesUp() throws {
         let pair = MemoryRuntime()
         let runtime = pair.runtime

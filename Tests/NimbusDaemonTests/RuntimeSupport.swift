@@ -52,10 +52,15 @@ final class MemoryRuntime {
     /// The watcher of each side, as the runtime last made it.
     final class Watchers: Sendable {
         let bySide = Mutex<[Side: FakeWatcher]>([:])
+        /// How many more times watching each side fails (as inotify_init does with EMFILE).
+        let refusals: Mutex<[Side: Int]>
+        init(refusals: [Side: Int]) { self.refusals = Mutex(refusals) }
     }
-    private let watchers = Watchers()
+    private let watchers: Watchers
 
-    init() {
+    /// `refusingWatches`: how many times watching each side fails before it works.
+    init(refusingWatches: [Side: Int] = [:]) {
+        watchers = Watchers(refusals: refusingWatches)
         local = MemoryFileSystem(time: clock.timeSource, device: 1)
         cloud = MemoryFileSystem(time: clock.timeSource, temporaryDirectory: RootMarkers.temporary(for: "laptop"), device: 2)
         runtime = Self.makeRuntime(local: local, cloud: cloud, store: store, records: [:], clock: clock, watchers: watchers)
@@ -68,7 +73,12 @@ final class MemoryRuntime {
         let engine = SyncEngine(local: local, cloud: cloud, store: store, records: records, clock: clock, settings: settings,
                                 log: .silent, rootNames: ("L", "C"))
         let options = RuntimeOptions(localRoot: "L", cloudRoot: "C", stateDirectory: "S", engine: settings)
-        return PairRuntime(engine: engine, store: store, options: options, clock: clock, log: .silent) { side, _, _ in
+        return PairRuntime(engine: engine, store: store, options: options, clock: clock, log: .silent) { side, root, _ in
+            let refused = watchers.refusals.withLock { refusals in
+                defer { refusals[side] = max(0, (refusals[side] ?? 0) - 1) }
+                return (refusals[side] ?? 0) > 0
+            }
+            if refused { throw Errno.tooManyOpenFiles.at("watch", root) }
             let watcher = FakeWatcher()
             watchers.bySide.withLock { $0[side] = watcher }
             return watcher
