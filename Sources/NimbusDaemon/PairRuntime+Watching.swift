@@ -50,9 +50,12 @@ extension PairRuntime {
 
     /// The first retry of a watcher that could not start comes soon: the usual cause is a
     /// passing shortage (inotify instances, EMFILE, while other programs hold them), and until
-    /// then the side is only polled, every `pollInterval` (30 s). Each failure doubles the wait,
-    /// up to that interval, so that a lasting cause costs little.
+    /// then the side is only polled, every `pollInterval` (30 s), and its opens are not seen.
+    /// Each failure doubles the wait, up to `lastWatchRetry` (or the poll interval when shorter):
+    /// a failed try is one system call, and the side is watched again within seconds of the
+    /// shortage's end.
     static var firstWatchRetry: Duration { .seconds(1) }
+    static var lastWatchRetry: Duration { .seconds(5) }
 
     /// Plans the next try to watch the missing sides, after a failed one (`failed`) or a reset.
     func scheduleWatchRetry(failed: Bool) {
@@ -60,7 +63,7 @@ extension PairRuntime {
             watchRetry = nil
             return
         }
-        let delay = failed ? min((watchRetry?.delay ?? Self.firstWatchRetry / 2) * 2, options.pollInterval) : Self.firstWatchRetry
+        let delay = failed ? min((watchRetry?.delay ?? Self.firstWatchRetry / 2) * 2, Self.lastWatchRetry, options.pollInterval) : Self.firstWatchRetry
         watchRetry = (clock.monotonicNow + delay, delay)
     }
 
