@@ -81,65 +81,83 @@ public struct CivilTime: Hashable, Sendable {
     // MARK: - As text
 
     /// `2026-11-21T16:22:37.123456789Z` (RFC 3339 in UTC) with `fractionDigits` digits of the
-    /// second (0 … 9, truncated; none and no dot for 0). Built byte by byte: listings write
-    /// thousands of these.
+    /// second (0 … 9, truncated; none and no dot for 0). Written straight into the string's
+    /// storage: listings write thousands of these.
     public func rfc3339(fractionDigits: Int = 9) -> String {
-        var text: [UInt8] = []
-        text.reserveCapacity(32)
-        appendDate(to: &text)
-        text.append(UInt8(ascii: "T"))
-        appendClock(separator: [UInt8(ascii: ":")], to: &text)
         let digits = min(max(fractionDigits, 0), 9)
-        if digits > 0 {
-            var scale: Int64 = 1
-            for _ in digits..<9 { scale *= 10 }
-            text.append(UInt8(ascii: "."))
-            Self.append(nanosecond / scale, width: digits, to: &text)
+        var scale: Int64 = 1
+        for _ in digits..<9 { scale *= 10 }
+        let clockStart = dateLength + 1
+        let length = clockStart + 8 + (digits > 0 ? 1 + digits : 0) + 1
+        return String(unsafeUninitializedCapacity: length) { text in
+            writeDate(into: text)
+            text[clockStart - 1] = UInt8(ascii: "T")
+            writeClock(separator: [UInt8(ascii: ":")], into: text, at: clockStart)
+            if digits > 0 {
+                text[clockStart + 8] = UInt8(ascii: ".")
+                Self.put(nanosecond / scale, width: digits, into: text, at: clockStart + 9)
+            }
+            text[length - 1] = UInt8(ascii: "Z")
+            return length
         }
-        text.append(UInt8(ascii: "Z"))
-        return String(decoding: text, as: UTF8.self)
     }
 
     /// `2026-11-21`: the year in at least four digits, with a minus sign before year 0.
     public var dateText: String {
-        var text: [UInt8] = []
-        appendDate(to: &text)
-        return String(decoding: text, as: UTF8.self)
+        String(unsafeUninitializedCapacity: dateLength) { text in
+            writeDate(into: text)
+            return dateLength
+        }
     }
 
     /// `16:22:37`, or `162237` with an empty separator.
     public func clockText(separator: String = ":") -> String {
-        var text: [UInt8] = []
-        appendClock(separator: Array(separator.utf8), to: &text)
-        return String(decoding: text, as: UTF8.self)
+        let separator = Array(separator.utf8)
+        let length = 6 + 2 * separator.count
+        return String(unsafeUninitializedCapacity: length) { text in
+            writeClock(separator: separator, into: text, at: 0)
+            return length
+        }
     }
 
-    private func appendDate(to text: inout [UInt8]) {
-        if year < 0 { text.append(UInt8(ascii: "-")) }
-        Self.append(year.magnitude, width: 4, to: &text)
-        text.append(UInt8(ascii: "-"))
-        Self.append(month, width: 2, to: &text)
-        text.append(UInt8(ascii: "-"))
-        Self.append(day, width: 2, to: &text)
+    /// How many digits the year takes (at least four), and its minus sign.
+    private var yearLength: Int {
+        var count = 1
+        var rest = year.magnitude / 10
+        while rest > 0 { count += 1; rest /= 10 }
+        return max(4, count) + (year < 0 ? 1 : 0)
     }
 
-    private func appendClock(separator: [UInt8], to text: inout [UInt8]) {
-        Self.append(hour, width: 2, to: &text)
-        text.append(contentsOf: separator)
-        Self.append(minute, width: 2, to: &text)
-        text.append(contentsOf: separator)
-        Self.append(second, width: 2, to: &text)
+    /// `YYYY-MM-DD`'s length.
+    private var dateLength: Int { yearLength + 6 }
+
+    private func writeDate(into text: UnsafeMutableBufferPointer<UInt8>) {
+        let yearLength = yearLength
+        if year < 0 { text[0] = UInt8(ascii: "-") }
+        Self.put(Int64(clamping: year.magnitude), width: yearLength - (year < 0 ? 1 : 0), into: text, at: year < 0 ? 1 : 0)
+        text[yearLength] = UInt8(ascii: "-")
+        Self.put(month, width: 2, into: text, at: yearLength + 1)
+        text[yearLength + 3] = UInt8(ascii: "-")
+        Self.put(day, width: 2, into: text, at: yearLength + 4)
     }
 
-    /// The decimal digits of `value` (not negative), zero-padded to at least `width`.
-    private static func append(_ value: some BinaryInteger, width: Int, to text: inout [UInt8]) {
-        var digits: [UInt8] = []
+    /// `HH`, `MM` and `SS` with `separator` between them, from `start`.
+    private func writeClock(separator: [UInt8], into text: UnsafeMutableBufferPointer<UInt8>, at start: Int) {
+        let step = 2 + separator.count
+        for (index, value) in [(0, hour), (1, minute), (2, second)] {
+            Self.put(value, width: 2, into: text, at: start + index * step)
+        }
+        for index in 0..<2 {
+            for (offset, byte) in separator.enumerated() { text[start + index * step + 2 + offset] = byte }
+        }
+    }
+
+    /// Exactly `width` decimal digits of `value` (not negative, and fitting) from `start`.
+    private static func put(_ value: Int64, width: Int, into text: UnsafeMutableBufferPointer<UInt8>, at start: Int) {
         var rest = value
-        repeat {
-            digits.append(UInt8(ascii: "0") + UInt8(rest % 10))
+        for index in stride(from: start + width - 1, through: start, by: -1) {
+            text[index] = UInt8(ascii: "0") + UInt8(rest % 10)
             rest /= 10
-        } while rest > 0
-        if digits.count < width { text.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: width - digits.count)) }
-        text.append(contentsOf: digits.reversed())
+        }
     }
 }
