@@ -1,4 +1,6 @@
+import Glibc
 @testable import NimbusClient
+import NimbusTestSupport
 import Testing
 
 struct FormattingTests {
@@ -40,6 +42,28 @@ struct FormattingTests {
         #expect(Format.date(-1.5) == "1969-12-31" && Format.clock(-1.5) == "23:59:58")
         #expect(Format.date(-2_203_891_200) == "1900-03-01" && Format.date(-2_203_891_200.5) == "1900-02-28")
         #expect(Format.date(.nan) == "1970-01-01" && !Format.date(.infinity).isEmpty, "no trap on a wild value")
+    }
+
+    /// The date and clock nimbusctl prints agree with glibc's `gmtime_r` for times from year 0
+    /// to 9999, fractions before 1970 included (the second a time falls in).
+    @Test func datesAndClocksAgreeWithGmtime() throws {
+        let seed = UInt64.random(in: 0 ... .max)
+        print("FormattingTests.datesAndClocksAgreeWithGmtime: seed \(seed)")
+        var random = SeededRandom(seed: seed)
+        func padded(_ value: Int32, _ width: Int) -> String {
+            let digits = String(value)
+            return String(repeating: "0", count: max(0, width - digits.count)) + digits
+        }
+        for _ in 0..<5000 {
+            let whole = Int64.random(in: -62_167_219_200...253_402_300_799, using: &random)
+            let seconds = Double(whole) + Double(random.next(below: 1000)) / 1000
+            var time = time_t(whole)
+            var parts = tm()
+            try #require(gmtime_r(&time, &parts) != nil, "seed \(seed): \(whole)")
+            let date = "\(padded(parts.tm_year + 1900, 4))-\(padded(parts.tm_mon + 1, 2))-\(padded(parts.tm_mday, 2))"
+            let clock = "\(padded(parts.tm_hour, 2)):\(padded(parts.tm_min, 2)):\(padded(parts.tm_sec, 2))"
+            #expect(Format.date(seconds) == date && Format.clock(seconds) == clock, "seed \(seed): \(seconds) s")
+        }
     }
 
     @Test func percentsAndCounts() {
