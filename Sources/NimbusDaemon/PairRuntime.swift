@@ -229,7 +229,10 @@ public final class PairRuntime<FS: FileSystem, Watcher: TreeWatching>: @unchecke
             var line = "Synced \(status.tracked) entries"
             if inProgress > 0 { line += ", \(inProgress) in progress" }
             if errors > 0 { line += ", \(errors) with errors" }
-            if status.heldDeletes > 0 { line += ", \(status.heldDeletes) deletions held (nimbusctl confirm-deletes / revert-deletes)" }
+            if status.heldDeletes > 0 {
+                let kept = status.keptDeletes > 0 ? " and \(status.keptDeletes) applied just before kept" : ""
+                line += ", \(status.heldDeletes) deletions held\(kept) (nimbusctl confirm-deletes / revert-deletes)"
+            }
             return line
         }
     }
