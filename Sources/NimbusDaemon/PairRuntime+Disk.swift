@@ -62,7 +62,7 @@ extension PairRuntime where FS == DiskFileSystem, Watcher == TreeWatcher {
         }
         if let file = options.servedFile(device: lock.device, inode: lock.inode), let socket = options.socketPath {
             try? makeDirectories(SystemPath(options.servedDirectory!), permissions: 0o700)
-            try? "\(ProcessInfo.processInfo.processIdentifier)\n\(socket)\n".write(toFile: file, atomically: true, encoding: .utf8)
+            try? ProcessSupport.writeNote("\(ProcessSupport.processID)\n\(socket)\n", to: file)
         }
         return lock
     }

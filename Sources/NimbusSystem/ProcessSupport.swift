@@ -35,6 +35,24 @@ public enum ProcessSupport {
         }
     }
 
+    /// Replaces `path` by a file holding `text`, written beside it and renamed over it, so a
+    /// reader never sees half of it; not flushed: for notes that only make a message more
+    /// helpful, which a crash may take along (the "served" note in the runtime folder). A
+    /// flush would cost a filesystem commit at every start. The temporary name holds the pid,
+    /// so two processes writing the same note do not share one.
+    public static func writeNote(_ text: String, to path: String) throws {
+        let here = FileDescriptor(rawValue: AT_FDCWD)
+        let temporary = SystemPath(path + ".\(getpid()).tmp")
+        do {
+            let fd = try FileDescriptor.open(temporary, [.writeOnly, .create, .truncate], permissions: 0o600)
+            try fd.closeAfter { try fd.writeAll(Array(text.utf8)) }
+            try here.rename(temporary, to: SystemPath(path))
+        } catch let error as Errno {
+            try? here.removeFile(temporary)
+            throw error.at("write", path)
+        }
+    }
+
     /// Hands memory freed after a large pass back to the system. glibc keeps freed heap
     /// pages for reuse, so without this the resident size stays at the peak of the biggest
     /// pass ever made; the code the pass ran stays mapped too (`ExecutablePages`). The
