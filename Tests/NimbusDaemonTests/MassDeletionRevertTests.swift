@@ -142,4 +142,21 @@ import NimbusVocabulary
         #expect(missing.isEmpty, "\(missing.count) files not brought back, e.g. \(missing.prefix(5))")
         #expect(pair.local.snapshot()[Self.holding] == nil)
     }
+
+    /// On a real disk, after a crash inside the window: the start-up sweep removes the
+    /// temporaries left behind but not the files kept for the guard, which are adopted (never
+    /// uploaded) and go a window later.
+    @Test func aStartLeavesTheKeptFilesAndLetsThemGoAWindowLater() throws {
+        let pair = try DiskPair()
+        try pair.plant("local/.nimbus-tmp-deleted/d/kept.txt", "deleted by a sync just before a crash")
+        try pair.plant("local/.nimbus-tmp-deleted/d/.nimbus-tmp-0123456789abcdef")
+        pair.engine.start()
+        #expect(pair.exists("local/.nimbus-tmp-deleted/d/kept.txt"), "the start-up sweep must leave a kept file")
+        #expect(!pair.exists("local/.nimbus-tmp-deleted/d/.nimbus-tmp-0123456789abcdef"), "a temporary goes, wherever it is")
+        #expect(!pair.exists("cloud/.nimbus-tmp-deleted") && !pair.exists("cloud/d/kept.txt"), "kept files are never uploaded")
+        let due = try #require(pair.engine.nextKeptRelease, "the kept file counts as a deletion applied now")
+        pair.clock.advance(by: due - pair.clock.monotonicNow)
+        pair.engine.releaseExpiredDeletions()
+        #expect(!pair.exists("local/.nimbus-tmp-deleted"), "nothing is left once the window has passed")
+    }
 }
