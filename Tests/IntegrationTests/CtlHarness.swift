@@ -112,6 +112,7 @@ final class CtlDaemon: NimbusdProcess, @unchecked Sendable {
             let result = try await ctl(["status"])
             return result.status == 0 ? nil : "\(result)"
         }
+        try await waitUntilWatching(timeout: .seconds(90))
     }
 
     /// Runs `nimbusctl --socket SOCKET arguments…` from `directory` (default the sandbox).

@@ -28,6 +28,8 @@ open class NimbusdProcess: @unchecked Sendable {
     public private(set) var process: BackgroundProcess?
     private var notify: NotifyListener?
     private var readyBaseline = 0
+    /// The log's length when the last launch began: what that daemon said comes after it.
+    private var launchLogMark = 0
 
     /// The directory of the running test bundle (or nimbus-bench): `nimbusd` and `nimbusctl`
     /// are built next to it.
@@ -72,6 +74,7 @@ open class NimbusdProcess: @unchecked Sendable {
             if !launcher.isEmpty { chmod(notifyPath, 0o666) }
         }
         launches += 1
+        launchLogMark = logMark
         let command = launcher + [Self.nimbusd] + arguments
         try appendToLog("=== launch #\(launches): \(command.joined(separator: " "))\n\(note)")
         launchedAt = ContinuousClock.now
@@ -103,6 +106,32 @@ open class NimbusdProcess: @unchecked Sendable {
             guard isRunning else { throw failure("exited before it was ready (\(exitDescription))") }
             if ContinuousClock.now >= deadline { throw failure("did not send READY=1 within \(timeout)") }
             try await Task.sleep(for: .milliseconds(5))
+        }
+        try await waitUntilWatching(timeout: ContinuousClock.now.duration(to: deadline))
+    }
+
+    /// The folders ("local", "cloud") that the daemon of the last launch could not watch for
+    /// lack of inotify instances (EMFILE) and does not watch again yet.
+    public func foldersWaitingForInotify() -> [String] {
+        ["local", "cloud"].filter { side in
+            logLines(containing: "cannot watch the \(side) folder", since: launchLogMark).contains { $0.contains("Too many open files") }
+                && logLines(containing: "watching the \(side) folder again", since: launchLogMark).isEmpty
+        }
+    }
+
+    /// Waits until the daemon of the last launch watches the folders it could not watch for
+    /// lack of inotify instances. The limit (128 per user by default) is shared by the dozens
+    /// of daemons of a parallel `swift test` and whatever else the user runs; a daemon that
+    /// found none free polls its folders and watches them again within seconds of their
+    /// release. Tests expect what watching gives (a change seen at once, an open of a
+    /// placeholder told), so ready means watching. A folder unwatched for another reason is
+    /// the test's own business and is not waited for.
+    public func waitUntilWatching(timeout: Duration) async throws {
+        try await eventually("the daemon to watch its folders again once inotify instances are free", timeout: max(timeout, .seconds(1)),
+                             interval: .milliseconds(50)) {
+            guard isRunning else { return nil }  // its exit is what the test sees next
+            let waiting = foldersWaitingForInotify()
+            return waiting.isEmpty ? nil : "still unwatched: \(waiting.joined(separator: ", "))"
         }
     }
 
