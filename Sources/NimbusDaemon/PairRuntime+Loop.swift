@@ -50,7 +50,7 @@ extension PairRuntime {
         let deadlines = [paused ? nil : batcher.batcher.nextDeadline, engine.nextRetry, batcher.nextRescan, batcher.nextPoll,
                          usesCache && !paused ? nextCacheCheck : nil,
                          isHalted ? nextHaltedCheck : nil, nextWatchdog, trim, isHalted ? nil : engine.nextKeptRelease,
-                         isHalted ? nil : watchRetry?.due]
+                         watchRetry?.due]
         return deadlines.compactMap { $0 }.min()
     }
 

@@ -67,10 +67,11 @@ extension PairRuntime {
         watchRetry = (clock.monotonicNow + delay, delay)
     }
 
-    /// Retries the missing watchers when their retry is due (not while halted: a missing root
-    /// cannot be watched, and its return is noticed by the halted checks).
+    /// Retries the missing watchers when their retry is due, halted or not: a pair halted for
+    /// a reason other than a missing root (a marker missing, another cloud folder) has both
+    /// folders to watch, and a missing root fails the try at once.
     func retryWatchersIfDue(now: MonotonicInstant) {
-        guard !isHalted, let retry = watchRetry, now >= retry.due else { return }
+        guard let retry = watchRetry, now >= retry.due else { return }
         restartMissingWatchers()
         scheduleWatchRetry(failed: true)
     }
