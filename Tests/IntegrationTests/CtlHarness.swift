@@ -27,30 +27,25 @@ struct CtlResult: CustomStringConvertible {
 
 enum CtlHarness {
     /// Runs `executable` to the end with stdout and stderr in files (pipes could fill up and
-    /// block the child while the parent waits on the other one).
+    /// block the child while the parent waits on the other one). Started as every child of the
+    /// tests is (`BackgroundProcess`: ChildProcess.spawn, no descriptor inherited), not with
+    /// Foundation's `Process`. A run that lasts more than `timeout` is killed and fails naming
+    /// the command, rather than holding its test until the suite's time limit (helpForEveryCommand
+    /// hit that limit once in a loaded full run, saying nothing of where it waited).
     static func run(_ executable: String, _ arguments: [String], environment: [String: String],
-                    currentDirectory: String, scratch: String) throws -> CtlResult {
-        let id = UUID().uuidString
-        let out = scratch + "/out-\(id)", err = scratch + "/err-\(id)"
-        FileManager.default.createFile(atPath: out, contents: nil)
-        FileManager.default.createFile(atPath: err, contents: nil)
+                    currentDirectory: String, scratch: String, timeout: Duration = .seconds(60)) throws -> CtlResult {
+        let process = try BackgroundProcess(executable, arguments, environment: environment, currentDirectory: currentDirectory,
+                                            scratch: scratch, separateErrors: true)
         defer {
-            try? FileManager.default.removeItem(atPath: out)
-            try? FileManager.default.removeItem(atPath: err)
+            try? FileManager.default.removeItem(atPath: process.outputPath)
+            try? FileManager.default.removeItem(atPath: process.errorPath)
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.environment = environment
-        process.currentDirectoryURL = URL(fileURLWithPath: currentDirectory)
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle(forWritingAtPath: out)
-        process.standardError = FileHandle(forWritingAtPath: err)
-        try process.run()
-        process.waitUntilExit()
-        return CtlResult(status: process.terminationStatus,
-                         stdout: (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",
-                         stderr: (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
+        guard process.exitedBlocking(within: timeout) else {
+            process.stop()
+            throw HarnessFailure("\(([executable] + arguments).joined(separator: " ")) still ran after \(timeout) (killed): "
+                                 + "\(process.output)\(process.errors)")
+        }
+        return CtlResult(status: process.status, stdout: process.output, stderr: process.errors)
     }
 }
 
