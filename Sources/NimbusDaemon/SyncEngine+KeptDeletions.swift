@@ -119,8 +119,7 @@ extension SyncEngine {
                         try fs.makeDirectory(path, mode: mode)
                     }
                 case .localFile(let place):
-                    try makeDirectories(path.parent, in: local)
-                    try putBackKept(place, at: path)
+                    restored.insert(try bringBackKept(place, at: path))
                 case .cloudVersion(let version, let size):
                     try makeDirectories(path.parent, in: cloud)
                     try cloud.rename(version, to: path, replacing: false)
@@ -143,12 +142,32 @@ extension SyncEngine {
         return restored
     }
 
-    /// Moves a kept local file back to `path` (beside a new file there, as a conflict copy),
-    /// and removes the folders of the holding place it leaves empty.
-    private func putBackKept(_ place: RelativePath, at path: RelativePath) throws {
-        try putBack(place, at: path) { copy in
+    /// Moves a kept local file back to `path` (beside a new file there, as a conflict copy).
+    /// Where that cannot be (a file now stands where its folder was), it comes back at the
+    /// top of the local folder under its own name, rather than stay in the holding folder,
+    /// which goes. Returns where it is.
+    private func bringBackKept(_ place: RelativePath, at path: RelativePath) throws -> RelativePath {
+        do {
+            try makeDirectories(path.parent, in: local)
+            return try putBackKept(place, at: path)
+        } catch where !path.parent.isRoot {
+            let top = try RelativePath.root.appending(name: path.name)
+            log.warning("\(path) cannot be brought back where it was (\(error)); it is brought back at the top of the local folder")
+            return try putBackKept(place, at: top)
+        }
+    }
+
+    /// Moves a kept local file back to `path` (see `putBack`), and removes the folders of the
+    /// holding place it leaves empty.
+    private func putBackKept(_ place: RelativePath, at path: RelativePath) throws -> RelativePath {
+        let back = try putBack(place, at: path) { copy in
             "a new \(path) appeared since its deletion was applied; the deleted one is brought back as \(copy)"
         }
+        defer { removeEmptyHoldingFolders(above: place) }
+        return back
+    }
+
+    private func removeEmptyHoldingFolders(above place: RelativePath) {
         var folder = place.parent
         while RootMarkers.deletedHolding.contains(folder) {
             guard (try? local.removeDirectory(folder)) != nil else { break }

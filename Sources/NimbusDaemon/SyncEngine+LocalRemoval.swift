@@ -49,14 +49,17 @@ extension SyncEngine {
 
     /// Puts a file that must not be removed back at `path`; if a program created a new file
     /// there meanwhile, it is kept beside it as a conflict copy (a local file: uploaded next),
-    /// and `notice` says so in the log.
-    func putBack(_ aside: RelativePath, at path: RelativePath, notice: (RelativePath) -> String) throws {
+    /// and `notice` says so in the log. Returns the name it is back at.
+    @discardableResult
+    func putBack(_ aside: RelativePath, at path: RelativePath, notice: (RelativePath) -> String) throws -> RelativePath {
         do {
             try local.rename(aside, to: path, replacing: false)
+            return path
         } catch let error as SystemError where error.errno == .fileExists {
             let copy = namer.name(for: path) { (try? local.metadata(of: $0)) != nil }
             try local.rename(aside, to: copy, replacing: false)
             log.notice(notice(copy))
+            return copy
         }
     }
 

@@ -39,6 +39,17 @@ import NimbusVocabulary
         for d in 1..<folders { try fs.removeDirectory(rp("d\(d)")) }
     }
 
+    /// A synced pair after both parts of a deletion in the cloud: the first applied, the rest held.
+    static func pairHoldingTheRestOfACloudDeletion() throws -> Pair {
+        let pair = try syncedPair()
+        try deleteFirstPart(in: pair.cloud)
+        pair.sync()
+        try deleteTheRest(in: pair.cloud)
+        pair.sync()
+        try #require(pair.engine.status.heldDeletes == 172)
+        return pair
+    }
+
     /// Every file is back on both sides with its content, and the holding folder is gone.
     static func expectEverythingBack(_ pair: Pair) {
         var missing: [String] = []
@@ -107,12 +118,7 @@ import NimbusVocabulary
     }
 
     @Test func confirmingLetsTheKeptFilesGo() throws {
-        let pair = try Self.syncedPair()
-        try Self.deleteFirstPart(in: pair.cloud)
-        pair.sync()
-        try Self.deleteTheRest(in: pair.cloud)
-        pair.sync()
-        #expect(pair.engine.status.heldDeletes == 172)
+        let pair = try Self.pairHoldingTheRestOfACloudDeletion()
         pair.clock.advance(by: .minutes(5))
         pair.engine.releaseExpiredDeletions()
         #expect(pair.content(pair.local, Self.holding.description + "/" + Self.name(0, 0)) == Self.content(0, 0),
@@ -140,6 +146,19 @@ import NimbusVocabulary
             missing.append(Self.name(d, f))
         }
         #expect(missing.isEmpty, "\(missing.count) files not brought back, e.g. \(missing.prefix(5))")
+        #expect(pair.local.snapshot()[Self.holding] == nil)
+    }
+
+    /// A kept file whose folder's name is taken by a file by the time of the revert comes back
+    /// at the top of the local folder (and is uploaded): it is not left in the holding folder.
+    @Test func aKeptFileWhoseFolderIsNowAFileComesBackAtTheTop() throws {
+        let pair = try Self.pairHoldingTheRestOfACloudDeletion()
+        try pair.local.write(rp("d0"), Array("a file where the folder was\n".utf8))
+        #expect(pair.engine.revertDeletes() > 172)
+        #expect(pair.content(pair.local, "d0") == "a file where the folder was\n")
+        #expect(pair.content(pair.local, "f5.txt") == Self.content(0, 5))
+        #expect(pair.content(pair.cloud, "f5.txt") == Self.content(0, 5), "what came back is uploaded")
+        #expect(pair.content(pair.local, Self.name(1, 5)) == Self.content(1, 5))
         #expect(pair.local.snapshot()[Self.holding] == nil)
     }
 
