@@ -48,6 +48,27 @@ import NimbusVocabulary
                 "nothing is polled or retried once both folders are watched")
     }
 
+    /// A pair halted at the start (its cloud folder lost its marker: not the folder it was
+    /// paired with) still tries to watch its local folder, which is there: before, it tried
+    /// only after a sync, which a halted pair never does.
+    @Test func aHaltedPairStillTriesToWatchItsFolders() throws {
+        let pair = MemoryRuntime()
+        try pair.local.write(rp("a"), "keep")
+        pair.runtime.begin()
+        pair.runtime.finish()
+        try pair.cloud.removeRecursively(.root)
+        try pair.cloud.makeDirectories(.root)
+        pair.refuseWatching(.local, times: 2)
+        pair.restart()
+        let runtime = pair.runtime
+        runtime.begin()
+        defer { runtime.finish() }
+        #expect(runtime.isHalted && pair.watcher(.local) == nil)
+        try pair.stepUntil("the local folder is watched again") { pair.watcher(.local) != nil }
+        #expect(runtime.isHalted, "still halted: watching is not syncing")
+        #expect(pair.content(pair.local, "a") == "keep")
+    }
+
     @Test func whilePausedNothingIsCopiedAndResumingCatchesUp() throws {
         let pair = MemoryRuntime()
         let runtime = pair.runtime

@@ -92,6 +92,12 @@ final class MemoryRuntime {
 
     func watcher(_ side: Side) -> FakeWatcher? { watchers.bySide.withLock { $0[side] } }
 
+    /// The next `times` tries to watch `side` fail, and the watcher made before is forgotten.
+    func refuseWatching(_ side: Side, times: Int) {
+        watchers.refusals.withLock { $0[side] = times }
+        watchers.bySide.withLock { $0[side] = nil }
+    }
+
     /// Steps the runtime, moving the clock past the quiet period each time, until `condition`
     /// holds (the watcher threads post their events on their own time).
     func stepUntil(_ what: String, timeout: Duration = .seconds(20), _ condition: () -> Bool) throws {
