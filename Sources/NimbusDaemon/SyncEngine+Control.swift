@@ -44,6 +44,9 @@ extension SyncEngine {
     /// under one lock, instead of an lstat and a lock per entry, so that a listing of 10 000
     /// files takes milliseconds (issue #4).
     public func listEntries(under directory: RelativePath, recursive: Bool) throws -> [EntryInfo] {
+        guard !Self.isNimbusOwn(directory) else {
+            throw EngineRequestError(kind: .notFound, message: "\(directory) belongs to Nimbus itself (its own working files), not to the synced files")
+        }
         guard let meta = try local.metadata(of: directory) else {
             throw EngineRequestError(kind: .notFound, message: "\(directory) does not exist in the local folder")
         }

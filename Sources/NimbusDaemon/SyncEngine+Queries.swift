@@ -49,8 +49,11 @@ public struct EngineRequestError: Error, Hashable, Sendable, CustomStringConvert
 }
 
 extension SyncEngine {
-    /// The state of `path`, from the index, the transient states and what is on disk.
-    public func entry(_ path: RelativePath) -> EntryInfo? { entry(path, local: nil) }
+    /// The state of `path`, from the index, the transient states and what is on disk; nil for
+    /// Nimbus's own names (`isNimbusOwn`), which are not the user's files.
+    public func entry(_ path: RelativePath) -> EntryInfo? {
+        Self.isNimbusOwn(path) ? nil : entry(path, local: nil)
+    }
 
     /// `local`: what the local folder holds at `path`, when the caller knows it (else it is read).
     func entry(_ path: RelativePath, local known: FileMetadata?) -> EntryInfo? {
@@ -89,6 +92,13 @@ extension SyncEngine {
 
     func isExcluded(_ path: RelativePath) -> Bool {
         path == RootMarkers.local || TemporaryName.isTemporary(path.name)
+    }
+
+    /// Whether `path` is one of Nimbus's own names in the local folder or lies inside one:
+    /// the root marker, a copy's temporary file, the holding folder of kept deletions
+    /// (`.nimbus-tmp-deleted/…`). Queries never show them as the user's files.
+    static func isNimbusOwn(_ path: RelativePath) -> Bool {
+        path == RootMarkers.local || path.components.contains { TemporaryName.isTemporary($0) }
     }
 
     public func conflicts() -> [Conflict] {

@@ -1,0 +1,63 @@
+import Testing
+import NimbusCore
+import NimbusSimulation
+import NimbusSystem
+import NimbusVocabulary
+@testable import NimbusDaemon
+
+/// Nimbus's own names in the local folder (the root marker, a copy's temporary file, the
+/// holding folder of kept deletions and what is in it) are never shown or handled as the
+/// user's files: `nimbusctl info`, `ls`, `pin`, `evict` and `download` do not know them.
+@Suite struct NimbusOwnNamesTests {
+    static let holding = RootMarkers.deletedHolding
+    static let kept = holding.appending(rp("d/gone.txt"))
+    static let copyTemporary = rp(".nimbus-tmp-0123456789abcdef")
+
+    /// A synced pair where a sync deleted `d/gone.txt` (kept in the holding folder) and a
+    /// copy's temporary file was left at the top.
+    static func pairWithOwnNames() throws -> Pair {
+        let pair = Pair()
+        try pair.local.write(rp("d/gone.txt"), Array("deleted in the cloud\n".utf8))
+        try pair.local.write(rp("d/stays.txt"), Array("still here\n".utf8))
+        pair.engine.start()
+        try #require(pair.content(pair.cloud, "d/gone.txt") != nil)
+        try pair.cloud.removeFile(rp("d/gone.txt"))
+        pair.sync()
+        try #require(pair.content(pair.local, kept.description) == "deleted in the cloud\n", "the deleted file is kept in the holding folder")
+        try pair.local.write(copyTemporary, Array("half a copy".utf8))
+        try #require(pair.local.snapshot()[RootMarkers.local] != nil)
+        return pair
+    }
+
+    @Test func infoDoesNotShowNimbusOwnNames() throws {
+        let pair = try Self.pairWithOwnNames()
+        for own in [Self.holding, Self.kept, Self.kept.parent, Self.copyTemporary, RootMarkers.local] {
+            #expect(pair.engine.entry(own) == nil, "\(own) is Nimbus's own, not a file of the user's")
+        }
+        #expect(pair.engine.entry(rp("d/stays.txt"))?.state == .downloaded)
+    }
+
+    @Test func listingDoesNotShowNimbusOwnNames() throws {
+        let pair = try Self.pairWithOwnNames()
+        for recursive in [false, true] {
+            for own in [Self.holding, Self.kept.parent] {
+                #expect(throws: EngineRequestError.self, "listing \(own) (recursive: \(recursive))") {
+                    try pair.engine.listEntries(under: own, recursive: recursive)
+                }
+            }
+            let listed = try pair.engine.listEntries(under: .root, recursive: recursive).map(\.path)
+            #expect(listed.allSatisfy { !Self.holding.contains($0) && $0 != Self.copyTemporary && $0 != RootMarkers.local }, "\(listed)")
+            #expect(listed.contains(rp("d")))
+        }
+    }
+
+    @Test func nimbusOwnNamesCannotBePinnedEvictedOrDownloaded() throws {
+        let pair = try Self.pairWithOwnNames()
+        for own in [Self.holding, Self.kept, Self.copyTemporary] {
+            #expect(throws: EngineRequestError.self, "pin \(own)") { try pair.engine.pin(own) }
+            #expect(throws: EngineRequestError.self, "evict \(own)") { try pair.engine.evict(own) }
+            #expect(throws: EngineRequestError.self, "download \(own)") { try pair.engine.download(own, .explicit) }
+        }
+        #expect(pair.content(pair.local, Self.kept.description) == "deleted in the cloud\n")
+    }
+}
