@@ -55,6 +55,18 @@ extension SyncEngine {
         }
     }
 
+    /// After a local copy failed, and only between passes (no copy of ours is in flight then):
+    /// removes the temporary files of our copies wherever they are in the local folder.
+    func removeLeftoverCopies() {
+        guard leftoverCopiesPossible.exchange(false, ordering: .relaxed) else { return }
+        do {
+            let removed = try local.removeLeftoverCopies()
+            if removed > 0 { log.notice("removed \(removed) temporary file(s) of interrupted downloads from the local folder") }
+        } catch {
+            log.warning("could not look for temporary files of interrupted downloads in the local folder: \(error)")
+        }
+    }
+
     /// The temporaries in other devices' folders of `.nimbus/tmp` that have not changed for
     /// `otherDevicesStaleAge`, and those directly in `.nimbus/tmp` (a Nimbus from before the
     /// folders per device) once it has not changed for as long.

@@ -10,6 +10,37 @@ public struct RestorePlanItem: Sendable, Equatable {
 }
 
 extension SyncEngine {
+    /// Applies the retention schedule and size limit to the versions store, and counts
+    /// what is left for `status`. Returns what it did; nil when the store could not be read.
+    @discardableResult
+    public func pruneVersions() -> (removed: Int, removedBytes: Int64)? {
+        checkOwner()
+        let s = settings
+        let policy = VersionRetention(retention: s.versionRetention, maxBytes: s.versionsMaxSize)
+        do {
+            let outcome = try VersionStore(device: s.deviceName).prune(in: cloud, now: clock.wallNow, policy: policy)
+            state.withLock {
+                $0.status.versionsCount = outcome.count
+                $0.status.versionsBytes = outcome.bytes
+            }
+            if outcome.removed > 0 {
+                log.info("removed \(outcome.removed) old version(s) (\(outcome.removedBytes) bytes) by the retention schedule; \(outcome.count) kept")
+            }
+            return (outcome.removed, outcome.removedBytes)
+        } catch {
+            log.warning("could not prune old versions: \(error)")
+            return nil
+        }
+    }
+
+    /// A version of `size` bytes was just added to the store.
+    func noteVersionKept(size: Int64) {
+        state.withLock {
+            $0.status.versionsCount += 1
+            $0.status.versionsBytes += size
+        }
+    }
+
     public func versions(of path: RelativePath) throws -> [VersionStore.Version] {
         try VersionStore(device: settings.deviceName).versions(of: path, in: cloud)
     }

@@ -1,0 +1,149 @@
+import NimbusCore
+import NimbusSystem
+import NimbusVocabulary
+
+/// Starting, and one sync pass: scope, gather, plan, execute, commit (DESIGN §1, §4).
+extension SyncEngine {
+    /// Recovery at start: removes temporary files a crash left (see `removeTemporariesAtStart`),
+    /// then syncs everything.
+    public func start() {
+        checkOwner()
+        removeTemporariesAtStart()
+        // Before any pass: a pass in one style would misread placeholders of the other.
+        if rootsAreReady() { preparePlaceholders() }
+        marker?.placeholdersKnown()
+        sync(nil)
+        pruneVersions()
+    }
+
+    /// Syncs the given paths (and everything below them), or everything when nil.
+    /// `reportedGone`, when given, names the paths whose deletion (or move away) the watchers
+    /// reported: another synced path found gone waits once for the events that explain it
+    /// (`holdUnreportedDeletions`). Nil takes every deletion as reported.
+    public func sync(_ paths: Set<RelativePath>?, reportedGone: Set<RelativePath>? = nil) {
+        checkOwner()
+        guard !isStopping, rootsAreReady() else { return }
+        setPhase(.syncing)
+        defer { setPhase(.idle) }
+        var scope = scopeRoots(paths.map(withPlaceholderNames).map(withHardLinkNames))
+        // A pass normally settles in one round; a second one follows only when something
+        // changed under our feet (an expectation failed) or a conflict moved a file.
+        var held = Set<RelativePath>()
+        for _ in 0..<4 where !scope.isEmpty {
+            var views = gather(scope)
+            let renamedFrom = renameSources(outside: scope, views)
+            if scope != [.root] && views.needsWholeFolder {
+                scope = [.root]
+                views = gather(scope)
+            } else if !renamedFrom.isEmpty {
+                scope = scopeRoots(Set(scope).union(renamedFrom))
+                views = gather(scope)
+            }
+            let reported = scope == [.root] ? nil : reportedGone.map(withPlaceholderNames)
+            holdUnreportedDeletions(&views, reported: reported, heldInThisSync: &held)
+            var plan = makePlan(views)
+            plan = guardDeletes(adapt(plan, views))
+            // Placeholder repairs first: what they touch is not in this pass's plan, and is
+            // looked at again once they are done.
+            plan.actions = views.repairs + plan.actions
+            guard !plan.actions.isEmpty else { break }
+            let again = execute(plan)
+            commit()
+            if isStopping { break }
+            scope = scopeRoots(again.union(views.withheld))
+        }
+        removeLeftoverCopies()
+        sweepTemporariesIfDue()
+    }
+
+    /// `paths` and the other synced names of the files among them that have several (hard
+    /// links): a write through one name changes them all, and inotify reports only the name
+    /// written through.
+    func withHardLinkNames(_ paths: Set<RelativePath>) -> Set<RelativePath> {
+        state.withLock { s in paths.reduce(into: paths) { all, path in all.formUnion(s.index.otherLocalNames(of: path)) } }
+    }
+
+    func setPhase(_ phase: EnginePhase) {
+        let changed = state.withLock { s -> Bool in
+            if case .halted = s.status.phase { return false }
+            defer { s.status.phase = phase; s.status.tracked = s.index.count }
+            return s.status.phase != phase
+        }
+        if changed { emit(.phase(phase)) }
+    }
+
+    /// The outermost paths to look at. A path whose parent was never synced is widened to
+    /// its highest unsynced ancestor, so a new folder is created before what is inside it.
+    func scopeRoots(_ paths: Set<RelativePath>?) -> [RelativePath] {
+        guard let paths else { return [.root] }
+        let index = state.withLock { $0.index }
+        var widened = Set<RelativePath>()
+        for var path in paths {
+            while !path.isRoot, !path.parent.isRoot, index[path.parent] == nil { path = path.parent }
+            widened.insert(path)
+        }
+        var roots: [RelativePath] = []
+        for path in widened.sorted() where !roots.contains(where: { $0.contains(path) }) { roots.append(path) }
+        return roots
+    }
+
+    /// Synced paths outside `scope` whose inode turned up at a new path inside it: the source
+    /// of a rename whose destination was seen first (a file moved into a folder created just
+    /// before). With them in scope the rename is propagated as a rename, not a copy.
+    func renameSources(outside scope: [RelativePath], _ views: Views) -> Set<RelativePath> {
+        state.withLock { s in
+            var sources = Set<RelativePath>()
+            for (side, view) in [(Side.local, views.local), (.cloud, views.cloud)] {
+                for (path, meta) in view where views.base[path]?[side].inode != meta.inode {
+                    guard let source = s.index.path(ofInode: meta.inode, on: side), source != path,
+                          !scope.contains(where: { $0.contains(source) }) else { continue }
+                    sources.insert(source)
+                }
+            }
+            return sources
+        }
+    }
+
+    func makePlan(_ views: Views) -> Plan {
+        var plan = reconcile(base: views.base, local: views.local, cloud: views.cloud, namer: namer)
+        var hashes = SideHashes()
+        // A path may need hashes for two reasons in turn (verifying an ambiguous base, then
+        // comparing both sides), so allow a few rounds.
+        for _ in 0..<3 where !plan.needsHashes.isEmpty {
+            // A placeholder has no content of its own; it always equals its base.
+            for request in plan.needsHashes where !(request.side == .local && views.placeholders[request.path] != nil) {
+                do {
+                    let hash = try system(request.side).contentHash(of: request.path)
+                    if request.side == .local { hashes.local[request.path] = hash } else { hashes.cloud[request.path] = hash }
+                } catch {
+                    log.warning("cannot read \(request.path) in the \(request.side) folder to compare it: \(error)")
+                    scheduleRetry(request.path, error: "\(error)")
+                }
+            }
+            plan = reconcile(base: views.base, local: views.local, cloud: views.cloud, hashes: hashes, namer: namer)
+        }
+        for path in plan.skipped where views.base[path] == nil {
+            log.info("skipping \(path): special files (fifos, sockets, devices) are not synced")
+        }
+        return plan
+    }
+
+    /// Names conflict copies made now, in local time.
+    var namer: ConflictNamer {
+        let s = settings
+        return ConflictNamer(device: s.deviceName, wallTime: clock.wallNow, utcOffsetSeconds: s.utcOffsetSeconds)
+    }
+
+    func existsOnEitherSide(_ path: RelativePath) -> Bool {
+        (try? local.metadata(of: path)) != nil || (try? cloud.metadata(of: path)) != nil
+    }
+
+    func commit() {
+        do {
+            try store.commit()
+            try store.compactIfNeeded(state.withLock { $0.index.all.map { (key: $0.0, value: $0.1) } })
+        } catch {
+            log.error("cannot write the journal: \(error). Sync continues; changes since the last successful write will be re-checked at the next start.")
+        }
+    }
+}

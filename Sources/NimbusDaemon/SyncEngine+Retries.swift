@@ -1,0 +1,35 @@
+import NimbusCore
+import NimbusSystem
+import NimbusVocabulary
+
+/// Paths looked at again later: after an error (backing off), or soon when a lease ends.
+extension SyncEngine {
+    func scheduleRetry(_ path: RelativePath, error: String, delay fixedDelay: Duration? = nil) {
+        state.withLock { s in
+            let attempt = s.retryCount[path, default: 0] + 1
+            s.retryCount[path] = attempt
+            // 1 s, 2 s, 4 s … up to 5 minutes.
+            let delay = fixedDelay ?? .seconds(min(300, 1 << min(attempt - 1, 9)))
+            s.retries[path] = clock.monotonicNow + delay
+        }
+    }
+
+    /// Looks at `paths` again soon (an application released its lease on them).
+    public func scheduleSoon(_ paths: [RelativePath]) {
+        let now = clock.monotonicNow
+        state.withLock { s in for path in paths { s.retries[path] = now } }
+    }
+
+    /// When the next retry is due, if any.
+    public var nextRetry: MonotonicInstant? { state.withLock { $0.retries.values.min() } }
+
+    /// Paths whose retry is due now; they are removed from the schedule.
+    public func dueRetries() -> Set<RelativePath> {
+        let now = clock.monotonicNow
+        return state.withLock { s in
+            let due = s.retries.filter { $0.value <= now }.map(\.key)
+            for path in due { s.retries[path] = nil }
+            return Set(due)
+        }
+    }
+}
