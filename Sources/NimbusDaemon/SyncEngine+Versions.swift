@@ -55,7 +55,7 @@ extension SyncEngine {
     /// content at that time is not among its versions (it is what is there now, or the file
     /// did not exist then).
     static func version(_ versions: [VersionStore.Version], at time: WallInstant?) -> VersionStore.Version? {
-        let dated = versions.map { ($0, VersionStore.displacedTime(of: $0.location.name) ?? .distantFuture) }
+        let dated = versions.map { ($0, $0.displacedAt ?? .distantFuture) }
         guard let time else { return dated.max { ($0.1, $0.0.id) < ($1.1, $1.0.id) }?.0 }
         return dated.filter { $0.1 > time }.min { ($0.1, $0.0.id) < ($1.1, $1.0.id) }?.0
     }

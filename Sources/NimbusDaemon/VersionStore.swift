@@ -13,14 +13,27 @@ public struct VersionStore: Sendable {
         /// An identifier for `restore --version`: the file name without the suffix.
         public var id: String
         public var metadata: FileMetadata
+        /// When it was displaced, from the stamp in its name (nil: a name without one).
+        public var displacedAt: WallInstant?
+
+        /// The version kept at `location`, whose name ends with `VersionStore.suffix`.
+        init(location: RelativePath, metadata: FileMetadata) {
+            self.location = location
+            self.id = String(displayString(location.name).dropLast(VersionStore.suffix.count))
+            self.metadata = metadata
+            self.displacedAt = VersionStore.displacedTime(of: location.name)
+        }
     }
 
     let device: String
 
-    /// A fresh place for the version of `path` displaced at `wallTime`.
+    /// A fresh place for the version of `path` displaced at `wallTime`: the stamp's fraction
+    /// has nine digits, so that names sort by time. (Names written before 2026-11-26 have the
+    /// nanoseconds unpadded, `.5` for 5 ns; `displacedTime` reads both the same way.)
     func location(for path: RelativePath, at wallTime: WallInstant, attempt: Int = 1) -> RelativePath {
         let namer = ConflictNamer(device: device, wallTime: wallTime)
-        let stamp = namer.timestamp.replacingSpaces() + "." + String(wallTime.nanosecondsIntoSecond)
+        let nanoseconds = String(wallTime.nanosecondsIntoSecond)
+        let stamp = namer.timestamp.replacingSpaces() + "." + String(repeating: "0", count: 9 - nanoseconds.count) + nanoseconds
         let counter = attempt > 1 ? "-\(attempt)" : ""
         let name = Array("\(stamp)-\(namer.safeDevice)\(counter)\(Self.suffix)".utf8)
         return try! RootMarkers.versions.appending(path).appending(name: name)
@@ -34,8 +47,8 @@ public struct VersionStore: Sendable {
         return scan.entries.compactMap { entry in
             let name = displayString(entry.path.name)
             guard entry.path.parent == folder, name.hasSuffix(Self.suffix), entry.metadata.kind != .directory else { return nil }
-            return Version(location: entry.path, id: String(name.dropLast(Self.suffix.count)), metadata: entry.metadata)
-        }.sorted { $0.id > $1.id }
+            return Version(location: entry.path, metadata: entry.metadata)
+        }.sorted(by: Version.newerFirst)
     }
 
     /// Every kept version of every file, with the file's path (relative to the roots).
@@ -47,8 +60,8 @@ public struct VersionStore: Sendable {
             let name = displayString(entry.path.name)
             guard name.hasSuffix(Self.suffix), entry.metadata.kind != .directory,
                   let file = RootMarkers.versions.relative(entry.path.parent), !file.isRoot else { return nil }
-            return (file, Version(location: entry.path, id: String(name.dropLast(Self.suffix.count)), metadata: entry.metadata))
-        }.sorted { $0.file != $1.file ? $0.file < $1.file : $0.version.id > $1.version.id }
+            return (file, Version(location: entry.path, metadata: entry.metadata))
+        }.sorted { $0.file != $1.file ? $0.file < $1.file : Version.newerFirst($0.version, $1.version) }
     }
 
     /// What a prune did and what is left.
@@ -70,7 +83,7 @@ public struct VersionStore: Sendable {
             byKey[key] = item.version.location
             // A name without a readable stamp counts as displaced now: kept, never lost by mistake.
             return VersionRetention.Candidate(file: item.file.description, id: key,
-                                              displacedAt: Self.displacedTime(of: item.version.location.name) ?? now,
+                                              displacedAt: item.version.displacedAt ?? now,
                                               size: item.version.metadata.size)
         }
         var outcome = PruneOutcome(count: kept.count, bytes: kept.reduce(0) { $0 + $1.version.metadata.size })
@@ -96,7 +109,8 @@ public struct VersionStore: Sendable {
         return outcome
     }
 
-    /// Parses the `YYYY-MM-DD_HHMMSS.nnn` stamp at the start of a version's name.
+    /// Parses the `YYYY-MM-DD_HHMMSS.nnnnnnnnn` stamp at the start of a version's name. The
+    /// fraction is a count of nanoseconds, nine digits or (in older names) fewer, unpadded.
     static func displacedTime(of name: [UInt8]) -> WallInstant? {
         let text = displayString(name)
         guard text.hasSuffix(suffix), text.count > 17 else { return nil }
@@ -105,8 +119,19 @@ public struct VersionStore: Sendable {
         // YYYY MM DD HH MM SS
         let fields = [0..<4, 4..<6, 6..<8, 8..<10, 10..<12, 12..<14].compactMap { Int64(String(digits[$0])) }
         guard fields.count == 6 else { return nil }
+        var fraction = text.dropFirst(17)
+        let nanoseconds = fraction.popFirst() == "." ? Int64(String(fraction.prefix { $0.isASCII && $0.isNumber }.prefix(9))) ?? 0 : 0
         return CivilTime(year: fields[0], month: fields[1], day: fields[2], hour: fields[3], minute: fields[4],
-                         second: fields[5]).instant
+                         second: fields[5], nanosecond: nanoseconds).instant
+    }
+}
+
+extension VersionStore.Version {
+    /// The order of `nimbusctl versions`: by the time in the name, not by the name, whose
+    /// fraction of a second was not padded before 2026-11-26; a name without a stamp first.
+    static func newerFirst(_ a: Self, _ b: Self) -> Bool {
+        let (timeA, timeB) = (a.displacedAt ?? .distantFuture, b.displacedAt ?? .distantFuture)
+        return timeA != timeB ? timeA > timeB : a.id > b.id
     }
 }
 
