@@ -83,24 +83,24 @@ public final class HydrationServer: Sendable {
     let inFlight = Mutex<[FileIdentity: [Waiter]]>([:])
     /// Fills whose slowness is logged already.
     let slowLogged = Mutex<Set<FileIdentity>>([])
-    private let limiter: Mutex<RateLimiter>
-    private let refusedLogged = Mutex<Set<String>>([])
-    private let stormHandler = Mutex<(@Sendable (RelativePath, Int, String?) -> Void)?>(nil)
+    let limiter: Mutex<RateLimiter>
+    let refusedLogged = Mutex<Set<String>>([])
+    let stormHandler = Mutex<(@Sendable (RelativePath, Int, String?) -> Void)?>(nil)
     /// Opens of files not known as placeholders, held until the engine has marked and made
     /// known every placeholder of its journal (`placeholdersKnown`); nil from then on. A group
     /// kept across a crash brings such opens with it, and letting one through would hand its
     /// program zeros.
-    private let heldUntilKnown = Mutex<[FanotifyEvent]?>([])
+    let heldUntilKnown = Mutex<[FanotifyEvent]?>([])
     let stopping = Atomic<Bool>(false)
     let stopped = DispatchSemaphore(value: 0)
     /// Wakes `serve` from its wait: a stop, or settings whose fill-timeout may be shorter.
     let wake: WakePipe
     /// How often `serve` came back from its wait (tests: an idle server never does).
     let wakeUps = Atomic<Int>(0)
-    private let fillers = DispatchGroup()
+    let fillers = DispatchGroup()
     let now: @Sendable () -> MonotonicInstant
-    private let progress: @Sendable (RelativePath, Int64, Int64) -> Void
-    private let completed: @Sendable (Outcome) -> Void
+    let progress: @Sendable (RelativePath, Int64, Int64) -> Void
+    let completed: @Sendable (Outcome) -> Void
 
     /// Starts serving. `completed` and `progress` are called on worker threads and must not wait
     /// for anything that may itself be waiting for a fill. Throws when the wake-up pipe cannot
@@ -206,191 +206,5 @@ public final class HydrationServer: Sendable {
         wake.wake()
         stopped.wait()
         fillers.wait()
-    }
-
-    func handle(_ event: FanotifyEvent) {
-        guard event.needsResponse else {
-            if event.events.contains(.queueOverflow) { log.warning("real-name placeholders: the kernel's event queue overflowed") }
-            if event.file.rawValue >= 0 { try? event.file.close() }
-            return
-        }
-        guard let current = try? event.file.metadata() else { return answer(event, .deny(.ioError)) }
-        let identity = FileIdentity(device: current.device, inode: current.inode)
-        guard let placeholder = placeholders.withLock({ $0[identity] }) else {
-            // The daemon's own reads (the start-up check of a fill cut short) never wait for
-            // itself: they see what the file holds.
-            if event.pid == ProcessSupport.processID { return answer(event, .allow) }
-            let held = heldUntilKnown.withLock { held -> Bool in
-                guard held != nil else { return false }
-                held!.append(event)
-                return true
-            }
-            if held { return }
-            // Not (or no longer) a placeholder: a mark left behind.
-            try? group.unmark(file: event.file)
-            return answer(event, .allow)
-        }
-        if RealNamePlaceholderFile.decide(notDownloaded: true, currentSize: current.size,
-                                          expectedSize: placeholder.cloud.size) == .leave {
-            forget(device: current.device, inode: current.inode)
-            try? group.unmark(file: event.file)
-            answer(event, .allow)
-            return completed(.changedLocally(placeholder))
-        }
-        // Joins a fill already running for this file.
-        let waiter = Waiter(event: event, since: now())
-        let joined = inFlight.withLock { running in
-            guard running[identity] != nil else { return false }
-            running[identity]!.append(waiter)
-            return true
-        }
-        if joined { return }
-        if let refusal = refusal(of: event, placeholder) { return answer(event, .deny(refusal)) }
-        if let short = shortOfSpace(event.file, placeholder) {
-            let message = "not enough space to download \(placeholder.path): \(short). Free some space, evict files "
-                + "(nimbusctl evict), or download it with nimbusctl download"
-            log.warning("\(message); the program that opened it gets ENOSPC")
-            answer(event, .deny(.noSpace))
-            return completed(.failed(placeholder, .noSpace, message))  // Its state says so, as the suffix style's does.
-        }
-        inFlight.withLock { $0[identity] = [waiter] }
-        startFill(event.file, placeholder, identity: identity)
-    }
-
-    /// Fills through a descriptor of its own (a duplicate of a reader's event's), so that a
-    /// reader answered early (timeout) does not take the fill's descriptor with it.
-    private func startFill(_ eventFile: FileDescriptor, _ placeholder: Placeholder, identity: FileIdentity) {
-        let file: FileDescriptor
-        do {
-            file = try eventFile.duplicate()
-        } catch {
-            log.warning("cannot fetch \(placeholder.path) for the program that opened it: \(error)")
-            let waiting = inFlight.withLock { $0.removeValue(forKey: identity) ?? [] }
-            for waiter in waiting { answer(waiter.event, .deny(.ioError)) }
-            return
-        }
-        fillers.enter()
-        DispatchQueue.global().async { [self] in
-            defer { fillers.leave() }
-            defer { try? file.close() }
-            fill(file, placeholder, identity: identity)
-        }
-    }
-
-    /// Why the local disk has no room for this fill within min-free-space, or nil.
-    private func shortOfSpace(_ file: FileDescriptor, _ placeholder: Placeholder) -> String? {
-        let reserve = settings.withLock { $0.minFreeSpace }
-        guard reserve > 0, let space = try? file.spaceInfo(), space.available - placeholder.cloud.size < reserve else { return nil }
-        return "it needs \(placeholder.cloud.size) bytes, \(space.available) are free, and automatic downloads keep "
-            + "min-free-space = \(reserve) bytes free"
-    }
-
-    /// Why this open may not fetch, or nil.
-    private func refusal(of event: FanotifyEvent, _ placeholder: Placeholder) -> Errno? {
-        if event.pid == ProcessSupport.processID {
-            log.debug("real-name placeholders: nimbusd itself opened the not-downloaded \(placeholder.path); refused")
-            return .busy
-        }
-        let program = Self.programNames(of: event.pid)
-        if let refused = program.first(where: { isRefused($0) }) {
-            if refusedLogged.withLock({ $0.insert(refused).inserted }) {
-                log.notice("\(refused) (pid \(event.pid)) opened the not-downloaded \(placeholder.path): refused, "
-                           + "as every open by \(refused) will be (refused-programs)")
-            }
-            return .notPermitted
-        }
-        switch limiter.withLock({ $0.admit(now: now()) }) {
-        case .allowed:
-            return nil
-        case .refused(let first):
-            if first {
-                let limit = settings.withLock { $0.rateLimit }
-                log.warning("not-downloaded files are being opened faster than open-rate-limit = \(limit) a minute "
-                            + "(\(program.first ?? "pid \(event.pid)") opened \(placeholder.path)): such opens fail "
-                            + "with EAGAIN until it calms down; use 'nimbusctl download' for what you need")
-                stormHandler.withLock { $0 }?(placeholder.path, limit, program.first)
-            }
-            return .wouldBlock
-        }
-    }
-
-    /// `/proc/PID/comm` holds at most 15 bytes of the name ("tracker-miner-f"): a configured
-    /// name matches its first 15 bytes there, or the executable's file name in full.
-    private func isRefused(_ name: String) -> Bool {
-        settings.withLock { settings in
-            settings.refusedPrograms.contains(name) || settings.refusedPrograms.contains { $0.utf8.count > 15 && $0.utf8.prefix(15).elementsEqual(name.utf8) }
-        }
-    }
-
-    /// The opener's `comm` and, where readable, its executable's file name.
-    static func programNames(of pid: Int32) -> [String] {
-        var names: [String] = []
-        if let file = try? FileDescriptor.open(SystemPath("/proc/\(pid)/comm")),
-           let bytes = try? file.closeAfter({ try file.readAll() }) {
-            names.append(String(decoding: bytes.prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self))
-        }
-        if let target = try? FileDescriptor.currentDirectory.readSymlink(SystemPath("/proc/\(pid)/exe")),
-           let slash = target.lastIndex(of: UInt8(ascii: "/")) {
-            names.append(String(decoding: target[(slash + 1)...], as: UTF8.self))
-        }
-        return names
-    }
-
-    private func fill(_ file: FileDescriptor, _ placeholder: Placeholder, identity: FileIdentity) {
-        let outcome: Outcome
-        do {
-            let cloud: FileDescriptor
-            do {
-                if let cloudRoot {
-                    cloud = try FileDescriptor.open(beneath: cloudRoot, placeholder.path, [.noFollow, .nonBlocking])
-                } else {
-                    let root = try FileDescriptor.open(cloudRootPath!, [.directory])
-                    cloud = try root.closeAfter { try FileDescriptor.open(beneath: root, placeholder.path, [.noFollow, .nonBlocking]) }
-                }
-            } catch let error as Errno {
-                throw error.at("open the cloud's", placeholder.path)
-            }
-            try cloud.closeAfter {
-                try RealNamePlaceholderFile.fill(file, from: cloud, expected: placeholder.cloud, path: placeholder.path,
-                                                 state: (NimbusCore.Placeholder.stateAttribute, Array("downloaded".utf8))) {
-                    progress(placeholder.path, $0, placeholder.cloud.size)
-                }
-            }
-            outcome = .filled(placeholder, local: try file.metadata())
-        } catch {
-            outcome = .failed(placeholder, Self.errno(for: error), "\(error)")
-        }
-        let response: FanotifyResponse
-        switch outcome {
-        case .filled:
-            forget(device: identity.device, inode: identity.inode)
-            try? group.unmark(file: file)
-            response = .allow
-        case .failed(_, let errno, let message):
-            log.warning("cannot fetch \(placeholder.path) for the program that opened it: \(message)")
-            response = .deny(errno)
-        case .changedLocally:
-            response = .allow
-        }
-        completed(outcome)
-        slowLogged.withLock { _ = $0.remove(identity) }
-        let waiting = inFlight.withLock { $0.removeValue(forKey: identity) ?? [] }
-        for waiter in waiting { answer(waiter.event, response) }
-    }
-
-    func answer(_ event: FanotifyEvent, _ response: FanotifyResponse) {
-        do {
-            try group.respond(to: event, response)
-        } catch {
-            log.error("real-name placeholders: cannot answer the kernel: \(error)")
-        }
-        try? event.file.close()
-    }
-
-    /// The errno a reader gets when the fill failed: the disk's own for a full disk, EIO else.
-    static func errno(for error: any Error) -> Errno {
-        let found = Errno(of: error)
-        if let found, found.isOutOfSpace { return found }
-        return .ioError
     }
 }
