@@ -58,4 +58,22 @@ extension ControlServerTests {
             #expect(!leases.release(lease, owner: a))
         }
     }
+
+    @Test func leasesEndWithTheirConnection() throws {
+        let daemon = try DaemonProcess { try $0.write("db/data.sqlite", "x") }
+        try daemon.waitUntilIdle()
+        var holder: SocketClient? = try daemon.client()
+        let other = try daemon.client()
+        let lease = try #require(try holder?.result("acquire", #"{"path":"db","mode":"exclusive"}"#)["lease"]?.int)
+        let busy = try other.call("acquire", #"{"path":"db/data.sqlite","mode":"shared","timeoutSeconds":0.2}"#)
+        #expect(busy.errorName == "busy" && busy["error"]?["data"]?["reason"]?.string?.contains("lease \(lease)") == true, "\(busy)")
+        #expect(try other.call("release", "{\"lease\":\(lease)}").errorName == "not_found", "only the holder may release")
+        // A waiting request is granted once the holder's connection goes away.
+        try other.send(#"{"jsonrpc":"2.0","id":77,"method":"acquire","params":{"path":"db/data.sqlite","mode":"shared"}}"#)
+        holder = nil
+        let granted = try other.readAnswer()
+        #expect(granted["id"]?.int == 77 && granted["result"]?["mode"]?.string == "shared", "\(granted)")
+        let locks = try #require(try other.result("locks")["locks"]?.array)
+        #expect(locks.count == 1 && locks.first?["mine"]?.bool == true)
+    }
 }
