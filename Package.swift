@@ -6,8 +6,9 @@ import PackageDescription
 // content hashes, errors, the `FileSystem` protocol, `Side`, `TimeSource`) imports nothing but the
 // standard library, so the core, which sees only it, cannot reach a syscall: the compiler keeps
 // I/O out of the sync decision. NimbusSimulation (the in-memory and fault-injecting filesystems)
-// uses only NimbusVocabulary and NimbusTestSupport's seeded generator. NimbusProtocol is the wire
-// vocabulary shared by the daemon and the control tool.
+// is test support, under Tests/ beside NimbusTestSupport, whose seeded generator it uses; apart
+// from that it sees only NimbusVocabulary, and nimbusd and nimbusctl link neither. NimbusProtocol
+// is the wire vocabulary shared by the daemon and the control tool.
 let strict: [SwiftSetting] = [.enableUpcomingFeature("ExistentialAny")]
 
 let package = Package(
@@ -36,7 +37,9 @@ let package = Package(
         .target(name: "NimbusTestSupport", dependencies: ["NimbusSystem"], path: "Tests/NimbusTestSupport",
                 swiftSettings: strict),
         // In-memory filesystem, fault injection and a manual clock for whole-engine simulation.
-        .target(name: "NimbusSimulation", dependencies: ["NimbusTestSupport", "NimbusVocabulary"], swiftSettings: strict),
+        // For tests only (no executable links it), so it lives under Tests/ beside the support it uses.
+        .target(name: "NimbusSimulation", dependencies: ["NimbusTestSupport", "NimbusVocabulary"], path: "Tests/NimbusSimulation",
+                swiftSettings: strict),
         .executableTarget(name: "nimbusd", dependencies: ["NimbusDaemon"], swiftSettings: strict),
         // The client side of the control protocol, for nimbusctl and for applications.
         .target(name: "NimbusClient", dependencies: ["NimbusCore", "NimbusProtocol", "NimbusSystem", "NimbusVocabulary"],
