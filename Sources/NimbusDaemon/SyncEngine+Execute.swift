@@ -30,6 +30,9 @@ extension SyncEngine {
         var source: FileMetadata
         /// Where a placeholder goes (`NAME.nimbus`); nil for a copy of `source` itself.
         var placeholder: RelativePath?
+        /// The new folder whose staging folder holds the copy (`FolderStaging`); nil for a
+        /// copy in a temporary file of its own.
+        var stagedIn: RelativePath? = nil
     }
 
     /// Executes a plan in order. Returns the paths to look at again at once. The folders it
@@ -46,6 +49,8 @@ extension SyncEngine {
             }
         }
         var batch: [PendingInstall]? = copies >= settings.batchThreshold ? [] : nil
+        // Only batched uploads: a staging folder in the local folder would show in the user's tree.
+        var staging = FolderStaging(batch == nil ? [] : plan.stagedFolders(on: .cloud))
         var again = Set<RelativePath>()
         var performed = plan
         for (index, action) in plan.actions.enumerated() {
@@ -68,7 +73,7 @@ extension SyncEngine {
             }
             do {
                 let waiting = batch?.count
-                try perform(action, batch: &batch)
+                if try !stage(action, in: &staging, batch: &batch) { try perform(action, batch: &batch) }
                 // A copy waiting in the batch is still in progress: its state is cleared once
                 // it is installed (`installBatch`).
                 if batch?.count == waiting { clearTransient(action.path) }
@@ -76,7 +81,7 @@ extension SyncEngine {
                 handle(error, for: action, again: &again)
             }
         }
-        if let batch, !batch.isEmpty { installBatch(batch, again: &again) }
+        if let batch, !batch.isEmpty || !staging.isEmpty { installBatch(batch, staging: staging, again: &again) }
         alignFolderTimes(performed)
         // A pass stopped early records only the conflicts whose copy was made.
         let stopped = performed.actions.count < plan.actions.count
@@ -150,25 +155,33 @@ extension SyncEngine {
         }
     }
 
+    /// With `staged`, the copy is made there, in the staging folder of `stagedIn` (a new folder).
     func copy(_ path: RelativePath, to side: Side, source: FileMetadata, replacing: FileMetadata?,
-              batch: inout [PendingInstall]?) throws {
+              staged: (path: RelativePath, in: RelativePath)? = nil, batch: inout [PendingInstall]?) throws {
         if side == .local && replacing != nil { try ensureOwnUploadWasKept(path) }
         let destination = system(side)
         setTransient(path, side == .cloud ? .uploading(progress: 0) : .downloading(progress: 0))
         let size = max(source.size, 1)
         let prepared: PreparedCopy
         do {
-            prepared = try destination.prepareCopy(of: path, from: system(side.other), expected: source,
-                                                   durable: batch == nil) { [weak self] done in
+            let progress = { [weak self] (done: Int64) in
                 self?.heartbeat()
                 self?.setTransient(path, side == .cloud ? .uploading(progress: Double(done) / Double(size))
                                                         : .downloading(progress: Double(done) / Double(size)))
+            }
+            if let staged {
+                prepared = try destination.prepareCopy(of: path, from: system(side.other), expected: source,
+                                                       staged: staged.path, durable: batch == nil, progress: progress)
+            } else {
+                prepared = try destination.prepareCopy(of: path, from: system(side.other), expected: source,
+                                                       durable: batch == nil, progress: progress)
             }
         } catch {
             if side == .local { leftoverCopiesPossible.store(true, ordering: .relaxed) }
             throw error
         }
-        let pending = PendingInstall(path: path, side: side, prepared: prepared, replacing: replacing, source: source)
+        let pending = PendingInstall(path: path, side: side, prepared: prepared, replacing: replacing, source: source,
+                                     stagedIn: staged?.in)
         if batch != nil {
             batch!.append(pending)
         } else {
@@ -207,6 +220,15 @@ extension SyncEngine {
             if pending.side == .local { leftoverCopiesPossible.store(true, ordering: .relaxed) }
             throw error
         }
+        return recordInstalled(pending, installed: installed, hash: hash, displaced: displaced != nil)
+    }
+
+    /// The bookkeeping of a copy now at its name (installed, or published with its folder):
+    /// the base with `installed` (what was written) and `hash`, the local file's mark, the
+    /// counters. Returns the local file's metadata as the new base records it.
+    func recordInstalled(_ pending: PendingInstall, installed: FileMetadata, hash: ContentHash?,
+                         displaced: Bool) -> FileMetadata {
+        let fresh = isFresh(pending.source)
         let base = pending.side == .cloud ? BaseEntry(local: pending.source, cloud: installed, hash: hash, isAmbiguous: fresh)
                                           : BaseEntry(local: installed, cloud: pending.source, hash: hash, isAmbiguous: fresh)
         updateRecord(pending.path, creating: base) {
@@ -217,40 +239,12 @@ extension SyncEngine {
         // copy made with `cp -a`) gets it written again, which is harmless.
         if pending.side == .cloud { markState(.downloaded, of: pending.path, isUnmarked: pending.replacing == nil) }
         noteInstalled(pending.path, on: pending.side, hash: hash)
-        if displaced != nil, let replaced = pending.replacing { noteVersionKept(size: replaced.size) }
+        if displaced, let replaced = pending.replacing { noteVersionKept(size: replaced.size) }
         state.withLock {
             $0.status.filesCopied += 1
             $0.status.bytesCopied += pending.prepared.bytesCopied
         }
         return base.local
-    }
-
-    /// Installs a batch of prepared copies: one flush makes their content durable before any
-    /// of them is renamed into place, another makes the renames durable.
-    func installBatch(_ batch: [PendingInstall], again: inout Set<RelativePath>) {
-        let sides = Set(batch.map(\.side))
-        // Content first: no copy gets its name before its bytes are durable. A side whose
-        // flush failed has its copies discarded and retried; the other side's go on.
-        let failed = flush(sides)
-        for (side, error) in failed { log.error("cannot flush the \(side) folder: \(error); its copies are retried") }
-        for pending in batch {
-            if let error = failed[pending.side] {
-                system(pending.side).discard(pending.prepared)
-                scheduleRetry(pending.path, error: "\(error)")
-                continue
-            }
-            do {
-                let local = try install(pending, durable: false)
-                clearTransient(pending.path, local: local)
-            } catch {
-                let action: Action = pending.placeholder == nil
-                    ? .copy(pending.path, to: pending.side, source: pending.source, replacing: pending.replacing)
-                    : .writePlaceholder(pending.path, source: pending.source, replacing: pending.replacing)
-                handle(error, for: action, again: &again)
-            }
-        }
-        // Then the names, before the journal records them (it commits after the pass).
-        for (side, error) in flush(sides.subtracting(failed.keys)) { log.error("cannot flush the \(side) folder: \(error)") }
     }
 
     /// A cloud entry is moved to the versions store; a local one (which equals the base,

@@ -57,7 +57,8 @@ struct Installer {
                 // (not on a network filesystem, whose client may show new ones), this is also
                 // what the file has once in place.
                 if !writeProtocol.verifiesContent {
-                    placed = try attributing("lstat", copy.temporary.shown) { try temporaryDirectory.metadata(of: temporaryName) }
+                    placed = try copy.written
+                        ?? attributing("lstat", copy.temporary.shown) { try temporaryDirectory.metadata(of: temporaryName) }
                 }
                 try root.withParent(of: destination) { destinationDirectory, destinationName in
                     let move = Move(installer: self, temporary: (temporaryDirectory, temporaryName),

@@ -43,6 +43,7 @@ struct Copier {
 
             let temporary = try TemporaryFile.create(beneath: destinationRoot, placement)
             let copied: Int64
+            let written: FileMetadata
             var hash: ContentHash?
             do {
                 let transfer = ContentTransfer(input: input, output: temporary.descriptor, source: source,
@@ -54,6 +55,9 @@ struct Copier {
                     try temporary.descriptor.setModificationTime(found.mtime)
                     if durable { try temporary.descriptor.sync() }
                 }
+                // What is written, read while no one else can reach the file: installed or
+                // published, it keeps these attributes (see `Installer.install`).
+                written = try attributing("fstat", temporary.path.shown) { try temporary.descriptor.metadata() }
                 if hashing {
                     // From the start: a sparse copy moved the offset, the others read at offsets.
                     _ = try attributing("lseek", source.shown) { try Sys.lseek(input.rawValue, 0, SEEK_SET) }
@@ -74,7 +78,8 @@ struct Copier {
                 temporary.remove(beneath: destinationRoot)
                 throw error.at("close", temporary.path.shown)
             }
-            return PreparedCopy(temporary: temporary.path, source: found, bytesCopied: copied, contentHash: hash)
+            return PreparedCopy(temporary: temporary.path, source: found, bytesCopied: copied, contentHash: hash,
+                                written: written)
         }
     }
 
@@ -102,6 +107,11 @@ extension stat {
     }
 }
 
+extension TemporaryName {
+    /// A name no other temporary file or staging folder of this process has (`TemporaryFile.randomName`).
+    public static func unique() -> [UInt8] { TemporaryFile.randomName() }
+}
+
 /// Where a temporary file goes: into a directory of its own (`.nimbus/tmp/<device>` of the
 /// cloud root), or next to the file it will become.
 enum TemporaryPlacement {
@@ -109,6 +119,9 @@ enum TemporaryPlacement {
     case directory(RelativePath)
     /// The directory of this path when it exists, else the root.
     case beside(RelativePath)
+    /// Exactly this path, inside a staging folder (whose folders must exist): the file is
+    /// created under its final name, and the folder is published whole (issue 15).
+    case staged(RelativePath)
 }
 
 /// A new file named `TemporaryName.prefix` + 16 random hex digits, created with `O_EXCL` and
@@ -143,6 +156,11 @@ struct TemporaryFile {
             } catch let error as Errno {
                 throw error.at("create", directory.shown)
             }
+        case .staged(let path):
+            let descriptor = try attributing("create", path.shown) {
+                try FileDescriptor.open(beneath: root, path, [.writeOnly, .create, .exclusive], permissions: 0o600)
+            }
+            return TemporaryFile(path: path, descriptor: descriptor)
         }
     }
 

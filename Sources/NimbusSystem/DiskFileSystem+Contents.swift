@@ -70,18 +70,56 @@ extension DiskFileSystem {
 
     public func prepareCopy(of source: RelativePath, from sourceSystem: DiskFileSystem, expected: FileMetadata,
                             durable: Bool, progress: (Int64) -> Void) throws -> PreparedCopy {
+        // The protocol does not say where the copy will go; the engine installs it at the
+        // same path as the source, so its directory here is the best guess for "next to it".
+        try prepareCopy(of: source, from: sourceSystem, expected: expected, into: temporaryPlacement(near: source),
+                        durable: durable, progress: progress)
+    }
+
+    public func prepareCopy(of source: RelativePath, from sourceSystem: DiskFileSystem, expected: FileMetadata,
+                            staged: RelativePath, durable: Bool, progress: (Int64) -> Void) throws -> PreparedCopy {
+        try prepareCopy(of: source, from: sourceSystem, expected: expected, into: .staged(staged), durable: durable,
+                        progress: progress)
+    }
+
+    private func prepareCopy(of source: RelativePath, from sourceSystem: DiskFileSystem, expected: FileMetadata,
+                             into placement: TemporaryPlacement, durable: Bool,
+                             progress: (Int64) -> Void) throws -> PreparedCopy {
         try sourceSystem.withRoot { sourceRoot in
             try rootDirectory.withDescriptorAndDevice { root, device in
-                // The protocol does not say where the copy will go; the engine installs it at the
-                // same path as the source, so its directory here is the best guess for "next to it".
                 // A destination checked by content (a shared network cloud) needs the hash of
                 // every file copied to it: read from the source, not back through the network.
                 try Copier(sourceRoot: sourceRoot, destinationRoot: root, destinationDevice: device)
-                    .prepare(source, expected: expected, into: temporaryPlacement(near: source), durable: durable,
+                    .prepare(source, expected: expected, into: placement, durable: durable,
                              hashing: writeProtocol.verifiesContent, progress: progress)
             }
         }
     }
+
+    /// Only `renameat2(RENAME_NOREPLACE)`: the fallbacks of `rename` for filesystems without it
+    /// (`link`, a name claimed with `O_EXCL`) work for files, not folders.
+    public func publishFolder(_ staged: RelativePath, at destination: RelativePath) throws -> Bool {
+        guard writeProtocol.create == .renameNoReplace else { return false }
+        defer { DirectoryCache.forget() }  // A folder moved.
+        return try withRoot { root in
+            try attributing("rename", "\(staged.shown) -> \(destination.shown)") {
+                try root.withParent(of: staged) { fromDirectory, fromName in
+                    try root.withParent(of: destination) { toDirectory, toName in
+                        do {
+                            try fromDirectory.rename(fromName, to: toName, in: toDirectory, mode: .noReplace)
+                            return true
+                        } catch let error as Errno where Self.refusedPublish.contains(error) {
+                            return false
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The name is taken (a file, a folder), or the filesystem refuses the flag.
+    private static let refusedPublish: Set<Errno> = [.fileExists, .directoryNotEmpty, .invalidArgument, .notSupported,
+                                                     .notImplemented]
 
     public func install(_ copy: PreparedCopy, at destination: RelativePath, replacing: FileMetadata?,
                         displacedTo: RelativePath?, durable: Bool) throws -> FileMetadata {

@@ -29,7 +29,8 @@ extension DiskFileSystem {
             }
             let folder = FileDescriptor(rawValue: Sys.descriptor(of: stream))
             var removed = 0
-            for name in names where try remove(SystemPath(bytes: name), in: folder, cleanup, shown: directory) {
+            for name in names where try remove(SystemPath(bytes: name), in: folder, cleanup, shown: directory,
+                                                folders: true) {
                 removed += 1
             }
             return removed
@@ -53,16 +54,19 @@ extension DiskFileSystem {
     }
 
     /// Removes `name` of `directory` if it is a file old enough and not open, as `cleanup`
-    /// says; true when it was removed (false also when it was gone already).
+    /// says; true when it was removed (false also when it was gone already). With `folders`
+    /// (in a folder of temporaries only), a staging folder of an interrupted upload, named as
+    /// a copy's temporary file, goes too, with everything in it.
     private func remove(_ name: SystemPath, in directory: FileDescriptor, _ cleanup: TemporaryCleanup,
-                        shown: RelativePath) throws -> Bool {
+                        shown: RelativePath, folders: Bool = false) throws -> Bool {
         let status: stat
         do {
             status = try Sys.fstatat(directory.rawValue, name, AT_SYMLINK_NOFOLLOW)
         } catch let error as Errno where error == .noSuchFile {
             return false
         }
-        guard status.st_mode & S_IFMT != S_IFDIR else { return false }
+        let isFolder = status.st_mode & S_IFMT == S_IFDIR
+        guard !isFolder || (folders && TemporaryName.isCopyTemporary(name.bytes)) else { return false }
         if let limit = cleanup.changedBefore {
             let changed = WallInstant(mtime: max(status.st_mtim.nanoseconds, status.st_ctim.nanoseconds))
             guard changed < limit else { return false }
@@ -72,12 +76,12 @@ extension DiskFileSystem {
             return false
         }
         do {
-            try directory.removeFile(name)
+            if isFolder { try directory.removeTree(name) } else { try directory.removeFile(name) }
             return true
         } catch let error as Errno where error == .noSuchFile {
             return false  // Gone meanwhile.
         } catch let error as Errno {
-            throw error.at("unlink", (try? shown.appending(name: name.bytes))?.shown ?? name.description)
+            throw error.at(isFolder ? "remove" : "unlink", (try? shown.appending(name: name.bytes))?.shown ?? name.description)
         }
     }
 }

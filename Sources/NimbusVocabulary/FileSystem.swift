@@ -46,6 +46,18 @@ public protocol FileSystem: Sendable {
     func prepareCopy(of source: RelativePath, from sourceSystem: Self, expected: FileMetadata,
                      durable: Bool, progress: (Int64) -> Void) throws -> PreparedCopy
 
+    /// `prepareCopy`, creating the file exactly at `staged` (`O_EXCL`, mode 0600 until it is
+    /// written), a path inside a staging folder whose folders exist: the folder is published
+    /// whole with `publishFolder`, or its files installed one by one.
+    func prepareCopy(of source: RelativePath, from sourceSystem: Self, expected: FileMetadata, staged: RelativePath,
+                     durable: Bool, progress: (Int64) -> Void) throws -> PreparedCopy
+
+    /// Renames the folder `staged` to `destination` in one step that never replaces anything
+    /// (`RENAME_NOREPLACE`). False, with nothing changed, when `destination` exists (another
+    /// device made it) or this filesystem cannot rename so (the caller installs the files one
+    /// by one instead).
+    func publishFolder(_ staged: RelativePath, at destination: RelativePath) throws -> Bool
+
     /// Second half: puts the prepared file at `destination`. With `replacing == nil` the
     /// destination must not exist; otherwise it must still be exactly `replacing`
     /// (`CopyError.destinationChanged` otherwise, and nothing is touched). The replaced file
@@ -151,6 +163,16 @@ extension FileSystem {
 
     public func probeCapabilities(in directory: RelativePath) throws -> FilesystemCapabilities { .complete }
 
+    /// A simulated tree renames atomically and never replaces with `replacing: false`.
+    public func publishFolder(_ staged: RelativePath, at destination: RelativePath) throws -> Bool {
+        do {
+            try rename(staged, to: destination, replacing: false)
+            return true
+        } catch let error as SystemError where error.errno == .fileExists || error.errno == .directoryNotEmpty {
+            return false
+        }
+    }
+
     public func adopt(_ writeProtocol: WriteProtocol) {}
 }
 
@@ -182,12 +204,18 @@ public struct PreparedCopy: Sendable, Hashable {
     /// filesystem, whose client may also change the file's attributes while it uploads it
     /// (an rclone mount), which a read takes for a concurrent write.
     public var contentHash: ContentHash?
+    /// The temporary file's own metadata once written (its inode, the source's mode and
+    /// mtime), read before it was closed: nil when not read. A rename of the file, or of the
+    /// staging folder holding it, changes none of it.
+    public var written: FileMetadata?
 
-    public init(temporary: RelativePath, source: FileMetadata, bytesCopied: Int64, contentHash: ContentHash? = nil) {
+    public init(temporary: RelativePath, source: FileMetadata, bytesCopied: Int64, contentHash: ContentHash? = nil,
+                written: FileMetadata? = nil) {
         self.temporary = temporary
         self.source = source
         self.bytesCopied = bytesCopied
         self.contentHash = contentHash
+        self.written = written
     }
 }
 

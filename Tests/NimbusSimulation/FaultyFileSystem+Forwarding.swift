@@ -60,6 +60,20 @@ extension FaultyFileSystem {
         }
     }
 
+    public func prepareCopy(of source: RelativePath, from sourceSystem: FaultyFileSystem<Base>, expected: FileMetadata,
+                            staged: RelativePath, durable: Bool, progress: (Int64) -> Void) throws -> PreparedCopy {
+        try perform(.prepareCopy, [source, staged]) {
+            try sourceSystem.perform(.copySource, [source]) {
+                try base.prepareCopy(of: source, from: sourceSystem.base, expected: expected, staged: staged,
+                                     durable: durable, progress: progress)
+            }
+        }
+    }
+
+    public func publishFolder(_ staged: RelativePath, at destination: RelativePath) throws -> Bool {
+        try perform(.rename, [staged, destination]) { try base.publishFolder(staged, at: destination) }
+    }
+
     public func install(_ copy: PreparedCopy, at destination: RelativePath, replacing: FileMetadata?,
                         displacedTo: RelativePath?, durable: Bool) throws -> FileMetadata {
         try perform(.install, [destination, copy.temporary]) {

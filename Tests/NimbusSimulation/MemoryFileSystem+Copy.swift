@@ -12,9 +12,23 @@ extension MemoryFileSystem {
 
     public func prepareCopy(of source: RelativePath, from sourceSystem: MemoryFileSystem, expected: FileMetadata,
                             durable: Bool, progress: (Int64) -> Void) throws -> PreparedCopy {
+        try prepareCopy(of: source, from: sourceSystem, expected: expected, staged: nil, progress: progress)
+    }
+
+    public func prepareCopy(of source: RelativePath, from sourceSystem: MemoryFileSystem, expected: FileMetadata,
+                            staged: RelativePath, durable: Bool, progress: (Int64) -> Void) throws -> PreparedCopy {
+        try prepareCopy(of: source, from: sourceSystem, expected: expected, staged: Optional(staged), progress: progress)
+    }
+
+    private func prepareCopy(of source: RelativePath, from sourceSystem: MemoryFileSystem, expected: FileMetadata,
+                             staged: RelativePath?, progress: (Int64) -> Void) throws -> PreparedCopy {
         guard expected.kind == .file else { throw CopyError.notAFile(source) }
         let opened = try sourceSystem.tree.withLock { try $0.openForCopy(source, expected: expected) }
-        let temporary = try tree.withLock { try $0.createTemporaryFile(for: source, in: temporaryDirectory) }
+        let temporary = try tree.withLock { tree in
+            guard let staged else { return try tree.createTemporaryFile(for: source, in: temporaryDirectory) }
+            _ = try tree.create(Inode(content: .file([]), mode: 0o600, mtime: tree.clock()), at: staged, "open")
+            return staged
+        }
         do {
             var copied: Int64 = 0
             while copied < opened.metadata.size {
