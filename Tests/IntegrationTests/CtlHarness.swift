@@ -55,6 +55,8 @@ enum CtlHarness {
 final class CtlDaemon: NimbusdProcess, @unchecked Sendable {
     let root: String
     var socket: String { socketPath }
+    /// Added to every launch's arguments (`--log-level debug`).
+    var extraArguments: [String] = []
 
     init() throws {
         let root = try TemporaryDirectory.make("nimbus-ctl")
@@ -83,14 +85,17 @@ final class CtlDaemon: NimbusdProcess, @unchecked Sendable {
     }
 
     /// Runs `body` with a started daemon, and stops it (and removes its folders) whatever
-    /// happens: an async stop cannot live in a defer. A failure carries the end of the log.
-    static func with(_ body: (CtlDaemon) async throws -> Void) async throws {
+    /// happens: an async stop cannot live in a defer. A failure carries the end of the log and
+    /// names where the whole log is kept. `arguments` go to nimbusd (`--log-level debug`).
+    static func with(arguments: [String] = [], _ body: (CtlDaemon) async throws -> Void) async throws {
         let daemon = try CtlDaemon()
+        daemon.extraArguments = arguments
         do {
             try await daemon.start()
             try await body(daemon)
         } catch {
-            let failure = HarnessFailure("\(error)\n\(daemon.logTail())")
+            let kept = TemporaryDirectory.keepCopies(of: [daemon.logPath], label: "nimbusctl test")
+            let failure = HarnessFailure("\(error)\n\(daemon.logTail())\n\(kept)")
             await daemon.stop()
             throw failure
         }
@@ -101,7 +106,7 @@ final class CtlDaemon: NimbusdProcess, @unchecked Sendable {
     /// with a deadline generous enough for a loaded machine (15 s was seen to pass while a
     /// full `swift test` ran; the wait ends as soon as the answer comes).
     func start() async throws {
-        try launch(arguments: pairArguments + ["--device-name", "test"], environment: environment)
+        try launch(arguments: pairArguments + ["--device-name", "test"] + extraArguments, environment: environment)
         try await Polling.eventually("nimbusd to answer status\n\(logTail())", timeout: .seconds(90)) {
             guard isRunning else { return "nimbusd ended with \(exitDescription)" }
             let result = try await ctl(["status"])

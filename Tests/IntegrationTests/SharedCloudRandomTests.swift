@@ -121,10 +121,14 @@ struct SharedCloudRandomTests {
             // (BlindOverwriteTests); if it already built on it, that later version holds every
             // line of it, and only that exact version is gone.
             let unseen = lost.filter { !builtOn($0) }
-            #expect(unseen.isEmpty, "seed \(seed): \(unseen.count) of \(written.count) versions are nowhere and no file builds on them, e.g. \(unseen.prefix(3).map { String(decoding: $0, as: UTF8.self) })\n\(Self.whatTheDevicesDid(cloud, files: Set(unseen.compactMap { fileOf[$0] })))")
+            if !unseen.isEmpty {
+                Issue.record("seed \(seed): \(unseen.count) of \(written.count) versions are nowhere and no file builds on them, e.g. \(unseen.prefix(3).map { String(decoding: $0, as: UTF8.self) })\n\(Self.whatTheDevicesDid(cloud, files: Set(unseen.compactMap { fileOf[$0] })))\n\(sandbox.keepLogs())")
+            }
             print("[shared cloud, \(mount)] seed \(seed): \(lost.count) versions replaced by a simultaneous create after their author had built on them")
         } else {
-            #expect(lost.isEmpty, "seed \(seed): \(lost.count) of \(written.count) versions are nowhere, e.g. \(lost.prefix(3).map { String(decoding: $0, as: UTF8.self) })\n\(Self.whatTheDevicesDid(cloud, files: Set(lost.compactMap { fileOf[$0] })))")
+            if !lost.isEmpty {
+                Issue.record("seed \(seed): \(lost.count) of \(written.count) versions are nowhere, e.g. \(lost.prefix(3).map { String(decoding: $0, as: UTF8.self) })\n\(Self.whatTheDevicesDid(cloud, files: Set(lost.compactMap { fileOf[$0] })))\n\(sandbox.keepLogs())")
+            }
         }
 
         let conflicts = server.keys.filter { $0.contains(" (conflict from ") }.count

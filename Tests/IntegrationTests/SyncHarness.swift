@@ -132,8 +132,20 @@ final class SyncSandbox {
         }.joined(separator: "\n")
     }
 
+    /// A failure with the end of every daemon's log, naming where the whole logs are kept.
     func failure(_ message: String) -> HarnessFailure {
-        HarnessFailure("[\(label)] \(message)\n\(logs())")
+        HarnessFailure("[\(label)] \(message)\n\(logs())\n\(keepLogs())")
+    }
+
+    /// Copies the logs of this sandbox (the daemons', the servers' and FUSE clients' of
+    /// `NetworkCloudServers`) where `finish()` does not remove them; returns a line saying where.
+    /// Only the sandbox's top folder and `sshd` are listed: a folder below may be a network mount.
+    func keepLogs() -> String {
+        let logs = ["", "/sshd"].flatMap { folder -> [String] in
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: root + folder)) ?? []
+            return names.filter { $0.hasSuffix(".log") }.map { root + folder + "/" + $0 }
+        }
+        return TemporaryDirectory.keepCopies(of: logs.sorted(), label: label)
     }
 
     /// Polls `check` every `interval` until it returns nil (satisfied) or the deadline passes;

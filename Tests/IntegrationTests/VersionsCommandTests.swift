@@ -7,14 +7,16 @@ import NimbusTestSupport
 /// (issue #13), with the real programs.
 @Suite(.timeLimit(.minutes(3)))
 struct VersionsCommandTests {
+    /// At debug level, so that the log of a failure shows every action (it showed a2 restored
+    /// where a1 was asked for: `VersionStoreTests.twoVersionsDisplacedInOneSecondKeepTheirOrder`).
     @Test func aDeletedFolderIsRestoredWithADryRunFirst() async throws {
-        try await CtlDaemon.with { d in
+        try await CtlDaemon.with(arguments: ["--log-level", "debug"]) { d in
             do {
                 try d.write("docs/a.txt", "a1")
                 try d.write("docs/sub/b c.txt", "b1")
                 try await d.waitForCloud("docs/sub/b c.txt", "b1")
                 try await d.waitForCloud("docs/a.txt", "a1")
-                try await Task.sleep(for: .seconds(1.1))  // versions are stamped to the second
+                try await Task.sleep(for: .seconds(1.1))  // `--at` takes whole seconds
                 let stamp = Date().timeIntervalSince1970
                 try await Task.sleep(for: .seconds(1.1))
                 try d.write("docs/a.txt", "a2, longer")

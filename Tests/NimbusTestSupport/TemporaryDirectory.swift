@@ -25,4 +25,22 @@ public enum TemporaryDirectory {
             try? FileManager.default.removeItem(atPath: path)
         }
     }
+
+    /// Copies those of `files` that exist into a new folder that is never removed, and returns
+    /// a line naming it, for a failure message: the test's own folders go at its end, and the
+    /// last lines of a log in the message do not always say what happened before.
+    public static func keepCopies(of files: [String], label: String) -> String {
+        let present = files.filter { FileManager.default.fileExists(atPath: $0) }
+        guard !present.isEmpty else { return "[\(label)] no log to keep" }
+        do {
+            let folder = try make("nimbus-kept-logs")
+            for file in present {
+                let name = file.split(separator: "/").suffix(2).joined(separator: "-")
+                try FileManager.default.copyItem(atPath: file, toPath: folder + "/" + name)
+            }
+            return "[\(label)] logs kept in \(folder)"
+        } catch {
+            return "[\(label)] could not keep the logs (\(error))"
+        }
+    }
 }
