@@ -1,5 +1,6 @@
 import Foundation
 import NimbusSystem
+import NimbusTestSupport
 import Testing
 
 /// The Dolphin service menu (Packaging/dolphin): its actions, and its helper passing every
@@ -65,14 +66,13 @@ import Testing
         let fake = sandbox.root + "/nimbusctl"
         let runtime = try sandbox.folder("run")
         let work = try sandbox.folder("run/nimbus") + "/work.sock"
-        try """
+        try ShellCommand.installScript("""
             #!/bin/sh
             case " $* " in *" info "*) [ "$2" = '\(work)' ]; exit $?;; esac
             for a in "$@"; do printf '<%s>' "$a" >> '\(record)'; done
             echo >> '\(record)'
             case "$*" in *" /fail") echo 'no daemon' >&2; exit 69;; esac
-            """.write(toFile: fake, atomically: true, encoding: .utf8)
-        chmod(fake, 0o755)
+            """, at: fake)
         let odd = ["/home/u/Nimbus/a b.txt", "/home/u/Nimbus/it's \"$(rm -rf ~)\".txt", "/home/u/Nimbus/-n"]
         func helper(_ arguments: [String]) -> (status: Int32, output: String) {
             SyncHarness.run("/usr/bin/env", ["NIMBUSCTL=\(fake)", "PATH=/usr/bin:/bin", "XDG_RUNTIME_DIR=\(runtime)", "/bin/sh", Self.helper]

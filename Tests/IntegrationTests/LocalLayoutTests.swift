@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import NimbusTestSupport
 
 /// What the layout of the local folder must not break (issue #12): a file with several names
 /// (hard links), and a folder renamed while a download into it runs.
@@ -59,11 +60,17 @@ struct LocalLayoutTests {
         try PlaceholderFiles.writeBig(original, megabytes: megabytes, seed: 12)
         // Appears whole in the cloud folder (a rename), so the download starts at once.
         try SyncFiles.rename(Array(original.utf8), SyncFiles.join(cloud, "dir/big.bin"))
-        try await sandbox.eventually("the download to start", timeout: .seconds(120), interval: .milliseconds(1)) {
-            !(try SyncFiles.temporaryFiles(in: local + "/dir")).isEmpty || SyncFiles.exists(SyncFiles.join(local, "dir/big.bin")) ? nil : "not yet"
+        // Watched and renamed from a thread of its own: a test task waits for the pool between
+        // two polls, and while other suites kept the pool busy that wait outlasted the copy.
+        let renamed = try await Polling.blocking { () -> [String]? in
+            let started = Polling.spin(timeout: .seconds(120), interval: .milliseconds(1)) {
+                !((try? SyncFiles.temporaryFiles(in: local + "/dir")) ?? []).isEmpty || SyncFiles.exists(SyncFiles.join(local, "dir/big.bin"))
+            }
+            guard started else { return nil }
+            try SyncFiles.rename(SyncFiles.join(local, "dir"), SyncFiles.join(local, "renamed"))
+            return try SyncFiles.temporaryFiles(in: local + "/renamed")
         }
-        try SyncFiles.rename(SyncFiles.join(local, "dir"), SyncFiles.join(local, "renamed"))
-        let carried = try SyncFiles.temporaryFiles(in: local + "/renamed")
+        guard let carried = renamed else { throw sandbox.failure("the download into dir did not start within 120 s") }
         print("[aFolderRenamedDuringADownload] attempt \(attempt), \(megabytes) MB: temporary files carried by the rename: \(carried)")
         // Up to 800 MB copied again after the rename: a generous deadline for a loaded machine
         // (60 s was seen to pass), on the event itself.

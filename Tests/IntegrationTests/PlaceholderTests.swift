@@ -197,8 +197,7 @@ struct PlaceholderIntegrationTests {
         let bin = try s.sandbox.folder("bin")
         let record = s.root + "/xdg-open.record"
         let script = "#!/bin/sh\nprintf 'args=%s|%s\\n' \"$#\" \"$1\" >> '\(record)'\nwc -c < \"$1\" >> '\(record)'\n"
-        try script.write(toFile: bin + "/xdg-open", atomically: true, encoding: .utf8)
-        chmod(bin + "/xdg-open", 0o755)
+        try ShellCommand.installScript(script, at: bin + "/xdg-open")
         let path = bin + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
         let opened = try await d.ctl(["open", "docs/report.pdf.nimbus"], environment: ["PATH": path])
         #expect(opened.status == 0, "\(opened)")

@@ -85,12 +85,22 @@ struct SyncFaultTests {
             }
         }
         try daemon.launch()
-        var seen = (files: 0, temporary: 0)
-        try await sandbox.eventually("\(killAt) files or temporary files appear in \(dst)", timeout: .seconds(60), interval: .milliseconds(1)) {
-            seen = try Self.count(dst)
-            return seen.files + seen.temporary >= killAt || daemon.receivedReady() ? nil : "\(seen)"
+        guard let pid = daemon.pid else { throw sandbox.failure("nimbusd did not start") }
+        // Watched and killed from a thread of its own: a test task waits for the pool between
+        // two polls, and while other suites kept the pool busy that wait outlasted the whole
+        // batch, four attempts in a row ("nothing was tested").
+        let killed = try await Polling.blocking { () -> (files: Int, temporary: Int)? in
+            var seen = (files: 0, temporary: 0)
+            let reached = Polling.spin(timeout: .seconds(60), interval: .milliseconds(1)) {
+                seen = (try? Self.count(dst)) ?? seen
+                return seen.files + seen.temporary >= killAt || daemon.receivedReady()
+            }
+            guard reached else { return nil }
+            kill(pid, SIGKILL)
+            return seen
         }
-        try await daemon.crash()
+        guard let seen = killed else { throw sandbox.failure("\(killAt) files or temporary files did not appear in \(dst) within 60 s") }
+        guard try await daemon.waitForExit(timeout: .seconds(10)) else { throw sandbox.failure("nimbusd still ran 10 s after SIGKILL") }
         print("[\(label)] attempt \(attempt): killed at \(seen.files) installed + \(seen.temporary) temporary files (target \(killAt))")
         guard seen.files < 2000 else { return false }
 

@@ -5,6 +5,7 @@ import Testing
 import NimbusCore
 import NimbusSimulation
 import NimbusSystem
+import NimbusTestSupport
 @testable import NimbusDaemon
 
 /// An engine over two real folders (file ages are real ctimes), its clock started at the real
@@ -32,12 +33,20 @@ final class DiskPair {
 
     deinit { _ = try? FileManager.default.removeItem(atPath: root) }
 
-    /// Writes `relative` (below the pair's scratch folder), making its folders.
+    /// Writes `relative` (below the pair's scratch folder: `local/…` or `cloud/…`), making its
+    /// folders, and returns once no other process has it open. A child that another test forks
+    /// while the file is being written inherits the descriptor until it execs, and under load
+    /// that lasted until the sweep, which rightly left the file alone as open elsewhere.
     func plant(_ relative: String, _ text: String = "leftover") throws {
         let path = "\(root)/\(relative)"
         try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
                                                 withIntermediateDirectories: true)
         try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        let parts = relative.split(separator: "/", maxSplits: 1).map(String.init)
+        let side = parts[0] == "local" ? local : cloud
+        try Polling.wait("no other process to hold \(relative) open", timeout: .seconds(60), interval: .milliseconds(5)) {
+            side.isOpenElsewhere(rp(parts[1])) != true
+        }
     }
 
     func exists(_ relative: String) -> Bool { access("\(root)/\(relative)", F_OK) == 0 }

@@ -42,14 +42,15 @@ public enum Polling {
         }
     }
 
-    /// Polls `condition` on this thread every 100 µs for up to `timeout`, without waiting for
-    /// a task to be scheduled again between polls (which takes milliseconds on a busy
-    /// machine): for catching something short-lived under way. True when it held in time.
-    public static func spin(timeout: Duration, until condition: () -> Bool) -> Bool {
+    /// Polls `condition` on this thread every `interval` (100 µs) for up to `timeout`, without
+    /// waiting for a task to be scheduled again between polls (which takes milliseconds on a
+    /// busy machine, and seconds while other suites keep the pool busy): for catching something
+    /// short-lived under way. True when it held in time.
+    public static func spin(timeout: Duration, interval: Duration = .microseconds(100), until condition: () -> Bool) -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if condition() { return true }
-            usleep(100)
+            usleep(UInt32(interval.seconds * 1e6))
         }
         return condition()
     }

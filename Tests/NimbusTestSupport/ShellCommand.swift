@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 
 /// One /bin/sh command run to its end, for tests that try what programs see (cat, cp, md5sum
 /// on a placeholder; mkfs and mount for a sandbox).
@@ -8,13 +9,33 @@ public enum ShellCommand {
     /// answer that never comes must not hang the suite. Blocks this thread.
     @discardableResult
     public static func run(_ command: String, timeout: Duration = .seconds(60)) throws -> (status: Int32, output: String, error: String) {
+        try run("/bin/sh", ["-c", command], timeout: timeout)
+    }
+
+    /// The same for `executable` with `arguments`, without a shell.
+    @discardableResult
+    public static func run(_ executable: String, _ arguments: [String], timeout: Duration = .seconds(60)) throws -> (status: Int32, output: String, error: String) {
         let scratch = try TemporaryDirectory.make("nimbus-sh")
         defer { try? FileManager.default.removeItem(atPath: scratch) }
-        let process = try BackgroundProcess("/bin/sh", ["-c", command], scratch: scratch, separateErrors: true)
+        let process = try BackgroundProcess(executable, arguments, scratch: scratch, separateErrors: true)
         guard process.exitedBlocking(within: timeout) else {
             process.stop()
-            throw HarnessFailure("sh -c \(command) still ran after \(timeout) (killed): \(process.output)\(process.errors)")
+            throw HarnessFailure("\(([executable] + arguments).joined(separator: " ")) still ran after \(timeout) (killed): \(process.output)\(process.errors)")
         }
         return (process.status, process.output, process.errors)
+    }
+
+    /// Makes an executable script (a stand-in program) at `path`. The file is written by a child
+    /// process (`cp`), never opened for writing here: while this process holds a descriptor open
+    /// for writing, another test may fork a child that inherits it, and until that child execs
+    /// (or for good, without O_CLOEXEC) running the script fails with ETXTBSY, which sh reports
+    /// as exit 126 (DolphinMenuTests saw it under load).
+    public static func installScript(_ text: String, at path: String) throws {
+        let source = path + ".text"
+        try text.write(toFile: source, atomically: false, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: source) }
+        let copied = try run("/bin/cp", ["--", source, path])
+        guard copied.status == 0 else { throw HarnessFailure("cannot install the script \(path): \(copied.output)\(copied.error)") }
+        guard chmod(path, 0o755) == 0 else { throw HarnessFailure("chmod 755 \(path): \(String(cString: strerror(errno)))") }
     }
 }
