@@ -36,20 +36,26 @@ extension Journal {
     private func recover(expecting: (Int) -> Void, replay: (JournalRecord) -> Void) throws {
         var report = RecoveryReport()
         defer { recovery = report }
-        let snapshot = try readSnapshotIfPresent()
+        let snapshotFile = try readSnapshotIfPresent()
         let logFile = try directory.openIfPresent(JournalDirectory.logName)
         // Closed on every path except the one that keeps appending to it.
         var keepsLogFile = false
         defer { if !keepsLogFile { try? logFile?.close() } }
         let logBytes = try logFile.map { try directory.readAll($0, JournalDirectory.logName) }
 
-        // Nothing, or what a crash while creating may leave (see `create`): a log of the first
-        // generation holding no record and no snapshot. Nothing was ever committed.
-        guard snapshot != nil || logBytes.map(Self.isEmptyFirstLog) == false else {
+        // Nothing, or what a crash while creating may leave (see `create`): no snapshot, and a
+        // log no longer than a header that cannot be read. Nothing was ever committed.
+        guard snapshotFile != nil || logBytes.map(Self.isLeftByCreating) == false else {
             report.createdNew = true
             try create(report: &report)
             return
         }
+        // A journal that never compacted is its first log alone: generation 1's snapshot is
+        // always empty (see `create`), so it is not missing but implied. Its log's name may not
+        // be durable yet (`create` flushes nothing): the next commit flushes the directory.
+        let isFirstLogAlone = snapshotFile == nil && logBytes.map(Self.isFirstLog) == true
+        if isFirstLogAlone { logNameIsDurable = false }
+        let snapshot = isFirstLogAlone ? FileHeader.encode(.snapshot, generation: 1) : snapshotFile
 
         expecting((snapshot.map { RecordFormat.frameCount($0, from: FileHeader.size) } ?? 0)
                   + (logBytes.map { RecordFormat.frameCount($0, from: FileHeader.size) } ?? 0))
@@ -169,38 +175,47 @@ extension Journal {
         return ReplayedPart(generation: generation, records: FileHeader.size..<scan.validEnd, isReplayed: true)
     }
 
-    /// Writes and installs a snapshot of `generation`, then starts its empty log.
-    /// Creates the files of a new journal, both flushed before either is renamed into place,
-    /// then the directory flushed once (three flushes, where a compaction's order takes four).
+    /// Creates a new journal: its first log, holding only its header, and nothing else, with
+    /// no flush at all (issue 15: a first sync paid three flushes here before its first copy).
     ///
-    /// Compaction must make its snapshot's name durable before its log's (the type's comment:
-    /// a new log must never be found next to an older snapshot). A new journal has no older
-    /// snapshot, so both renames may become durable together, in either order: a crash before
-    /// the directory's flush leaves both names, either one, or none, each holding a whole
-    /// header (flushed before its rename). The snapshot alone is a journal whose log is still
-    /// to start, the log alone is recognized (`isEmptyFirstLog`), and none is a new journal:
-    /// nothing was committed in any of them, so nothing is lost and no problem is reported.
-    /// The first commit comes after this returns, when both names are durable.
+    /// Generation 1 needs no snapshot file: its snapshot would be empty, since compaction and
+    /// recovery always write a newer generation, so recovery takes a first-generation log
+    /// found alone as that snapshot's log (`isFirstLog`). Nothing is flushed because nothing
+    /// needs to be until something is committed: a crash before the first commit leaves no
+    /// log, an empty one, a header cut short or a whole header, and each opens as a new
+    /// journal with nothing lost (`isLeftByCreating`; a whole header is a first log). The first commit then makes everything durable at once: its fdatasync the
+    /// header with the records, and one flush of the directory the log's name
+    /// (`logNameIsDurable`), before the commit returns.
     private func create(report: inout RecoveryReport) throws {
         generation = 1
-        snapshotSize = try writeTemporarySnapshot(generation: generation) { _ in }
-        let file = try writeTemporaryLog()
+        snapshotSize = Int64(FileHeader.size)
+        let file = try directory.io("create", JournalDirectory.logName) {
+            try directory.createEmptyFile(JournalDirectory.logName)
+        }
         do {
-            try directory.installTemporary(for: JournalDirectory.snapshotName)
-            try directory.installTemporary(for: JournalDirectory.logName)
-            try directory.synchronize()
+            try directory.io("write", JournalDirectory.logName) {
+                try file.writeAll(FileHeader.encode(.log, generation: generation))
+            }
         } catch {
             try? file.close()
             throw error
         }
+        logNameIsDurable = false
         report.generation = generation
         log = file
         logSize = Int64(FileHeader.size)
     }
 
-    /// A log of the first generation with no record: all a crash while creating may leave.
-    private static func isEmptyFirstLog(_ bytes: [UInt8]) -> Bool {
-        bytes.count == FileHeader.size && (try? FileHeader.generation(of: .log, in: bytes)) == 1
+    /// A log of the first generation: its header is sound and says generation 1.
+    private static func isFirstLog(_ bytes: [UInt8]) -> Bool {
+        (try? FileHeader.generation(of: .log, in: bytes)) == 1
+    }
+
+    /// A log found without a snapshot that a crash while creating left: no longer than a
+    /// header, and that header unreadable. A commit writes at least one record after the
+    /// header and fdatasyncs them together, so such a log never held a committed record.
+    private static func isLeftByCreating(_ bytes: [UInt8]) -> Bool {
+        bytes.count <= FileHeader.size && (try? FileHeader.generation(of: .log, in: bytes)) == nil
     }
 
     private func installSnapshot(generation: UInt64, report: inout RecoveryReport,

@@ -8,6 +8,9 @@ import NimbusSystem
 /// fdatasync). A crash during a commit may leave any prefix of its records durable; a crash
 /// at any other moment loses nothing committed.
 ///
+/// A new journal is its log of generation 1 alone, and costs no flush until its first commit
+/// (see `create`); the first compaction writes the first snapshot file.
+///
 /// Compaction, and why a crash anywhere in it is safe. With snapshot S(g) and log L(g) of
 /// generation g in place:
 ///  1. write S(g+1) to `journal.snapshot.tmp`, fsync it;
@@ -40,6 +43,9 @@ public final class Journal: @unchecked Sendable {
     var log: FileDescriptor?
     /// Bytes in the log (header and committed records); the next commit writes here.
     var logSize: Int64 = 0
+    /// False while the log's name may not be durable: a new journal's log, created without a
+    /// flush (see `create`). The next commit flushes the directory before it returns.
+    var logNameIsDurable = true
     private var pending = ByteWriter()
     private var isClosed = false
 
@@ -59,9 +65,10 @@ public final class Journal: @unchecked Sendable {
         RecordFormat.encode(record, into: &pending)
     }
 
-    /// Makes every buffered record durable with one write and one fdatasync; does nothing
-    /// when nothing is buffered. When it throws, the records stay buffered and the next
-    /// commit writes them again at the same place.
+    /// Makes every buffered record durable with one write and one fdatasync (the first commit
+    /// of a new journal also flushes the directory, for the log's name); does nothing when
+    /// nothing is buffered. When it throws, the records stay buffered and the next commit
+    /// writes them again at the same place.
     public func commit() throws {
         guard !pending.isEmpty else { return }
         guard !isClosed else { throw JournalError.closed }
@@ -70,6 +77,10 @@ public final class Journal: @unchecked Sendable {
         try directory.io("append to", JournalDirectory.logName) {
             try pending.bytes.withUnsafeBytes { try log.writeAll(toAbsoluteOffset: offset, $0) }
             try log.dataSync()
+        }
+        if !logNameIsDurable {
+            try directory.synchronize()
+            logNameIsDurable = true
         }
         logSize += Int64(pending.count)
         pending.removeAllReleasingLargeRoom()
@@ -167,6 +178,7 @@ public final class Journal: @unchecked Sendable {
         }
         log = file
         logSize = Int64(FileHeader.size)
+        logNameIsDurable = true
         return file
     }
 }

@@ -125,6 +125,12 @@ struct JournalDirectory {
         }
     }
 
+    /// Creates `name` empty (emptying it when it exists) and returns it open for reading and
+    /// writing. Nothing is flushed.
+    func createEmptyFile(_ name: SystemPath) throws -> FileDescriptor {
+        try FileDescriptor.open(name, [.readWrite, .create, .truncate], permissions: Self.filePermissions, relativeTo: descriptor)
+    }
+
     /// Atomically replaces `name` by its temporary file. Durable only after `synchronize`.
     func installTemporary(for name: SystemPath) throws {
         let temporary = Self.temporaryName(for: name)

@@ -3,40 +3,89 @@ import NimbusSystem
 import Testing
 @testable import NimbusJournal
 
-/// A new journal is made durable with three flushes instead of a compaction's four, and what
-/// a crash while creating it leaves opens as a new journal, with no problem reported (issue 15).
+/// A new journal is its first log alone and costs no flush until its first commit, which
+/// flushes the log and the directory once; what a crash before that commit leaves opens as a
+/// new journal, with no problem reported (issue 15: three flushes before a first sync's copy).
 @Suite struct JournalCreationTests {
-    /// Each file is flushed before it gets its name (a crash never leaves a name on a torn
-    /// header), and the directory once after both renames, before `open` returns (the first
-    /// commit finds both names durable).
-    @Test func eachFileIsFlushedBeforeItsNameAndTheDirectoryOnceAfterBoth() throws {
+    @Test func creatingFlushesNothingAndTheFirstCommitFlushesTheLogThenTheDirectoryOnce() throws {
         try withTemporaryDirectory { directory in
             var events: [String] = []
             let faults = SyscallFaults(afterRename: { events.append("rename \($0)") },
                                        afterSync: { events.append("flush \(Self.lastComponent(of: $0))") })
             let journal = try faults.inject { try Journal.open(directory: directory.path) { _ in } }
+            #expect(events == [], "opening a new journal")
+            for round in 1...2 {
+                events = []
+                journal.append(put("round", "\(round)"))
+                try faults.inject { try journal.commit() }
+                let expected = ["flush \(logFile)"] + (round == 1 ? ["flush \(directory.url.lastPathComponent)"] : [])
+                #expect(events == expected, "commit \(round)")
+            }
             try journal.close()
-            #expect(events == ["flush journal.snapshot.tmp", "flush journal.log.tmp", "rename journal.snapshot",
-                               "rename journal.log", "flush \(directory.url.lastPathComponent)"])
+            #expect(try reopenedModel(directory).model.entries == [bytes("round"): bytes("2")])
         }
     }
 
-    /// A crash before the directory's flush may leave either name alone (or both, or none).
-    @Test(arguments: [snapshotFile, logFile])
-    func whatACrashWhileCreatingLeavesOpensAsANewJournal(left: String) throws {
+    /// What a crash before the first commit may leave, in the directory of a new journal
+    /// (nothing of it was flushed), and what an older Nimbus left, which made a snapshot too.
+    static let leftByCreating: [(name: String, snapshot: [UInt8]?, log: [UInt8]?)] = [
+        ("no file", nil, nil),
+        ("an empty log", nil, []),
+        ("a log header cut short", nil, Array(FileHeader.encode(.log, generation: 1).prefix(10))),
+        ("a log header of zeros", nil, [UInt8](repeating: 0, count: FileHeader.size)),
+        ("a whole log header (or an older Nimbus's log alone)", nil, FileHeader.encode(.log, generation: 1)),
+        ("an older Nimbus's snapshot alone", FileHeader.encode(.snapshot, generation: 1), nil),
+        ("an older Nimbus's new journal", FileHeader.encode(.snapshot, generation: 1), FileHeader.encode(.log, generation: 1)),
+    ]
+
+    @Test(arguments: leftByCreating.indices)
+    func whatACrashWhileCreatingLeavesOpensAsANewJournal(case index: Int) throws {
+        let (name, snapshot, log) = Self.leftByCreating[index]
         try withTemporaryDirectory { directory in
-            try Journal.open(directory: directory.path) { _ in }.close()
-            try directory.remove(left == snapshotFile ? logFile : snapshotFile)
+            if let snapshot { try directory.write(snapshot, to: snapshotFile) }
+            if let log { try directory.write(log, to: logFile) }
 
             let (journal, replayed) = try openJournal(directory)
-            #expect(replayed.isEmpty)
-            #expect(journal.recovery.problems.isEmpty && !journal.recovery.mayHaveLostCommittedRecords, "\(journal.recovery)")
+            #expect(replayed.isEmpty, "\(name)")
+            #expect(journal.recovery.problems.isEmpty && !journal.recovery.mayHaveLostCommittedRecords, "\(name): \(journal.recovery)")
             journal.append(put("a", "1"))
             try journal.commit()
             try journal.close()
             let (model, recovery) = try reopenedModel(directory)
-            #expect(model.entries == [bytes("a"): bytes("1")])
-            #expect(recovery.problems.isEmpty, "\(recovery)")
+            #expect(model.entries == [bytes("a"): bytes("1")], "\(name)")
+            #expect(recovery.problems.isEmpty, "\(name): \(recovery)")
+        }
+    }
+
+    /// A journal that never compacted has no snapshot file: its log is replayed whole, with
+    /// nothing reported, and its first compaction writes the snapshot.
+    @Test func aFirstLogAloneIsReplayedAndItsFirstCompactionWritesTheSnapshot() throws {
+        try withTemporaryDirectory { directory in
+            try writeJournal(directory, groups: [[put("a", "1"), put("b", "2")], [remove("a")]])
+            #expect(try directory.fileNames() == [logFile])
+            let (journal, replayed) = try openJournal(directory)
+            #expect(replayed == [put("a", "1"), put("b", "2"), remove("a")])
+            #expect(journal.recovery.problems.isEmpty && !journal.recovery.mayHaveLostCommittedRecords, "\(journal.recovery)")
+            try journal.compact(liveEntries: [(key: bytes("b"), value: bytes("2"))])
+            try journal.close()
+            #expect(try directory.fileNames() == [snapshotFile, logFile])
+            let (model, recovery) = try reopenedModel(directory)
+            #expect(model.entries == [bytes("b"): bytes("2")])
+            #expect(recovery.generation == 2 && recovery.problems.isEmpty, "\(recovery)")
+        }
+    }
+
+    /// A log of a later generation found alone lost its snapshot, which held records: that is
+    /// damage, reported, not a new journal.
+    @Test func aLaterLogAloneIsReportedAsASnapshotLost() throws {
+        try withTemporaryDirectory { directory in
+            let journal = try Journal.open(directory: directory.path) { _ in }
+            try journal.compact(liveEntries: [(key: bytes("a"), value: bytes("1"))])
+            try journal.close()
+            try directory.remove(snapshotFile)
+            let (model, recovery) = try reopenedModel(directory)
+            #expect(model.entries.isEmpty)
+            #expect(recovery.snapshotDamaged && recovery.mayHaveLostCommittedRecords, "\(recovery)")
         }
     }
 

@@ -43,6 +43,14 @@ func withTemporaryDirectory<R>(_ body: (TemporaryDirectory) throws -> R) throws 
 let snapshotFile = "journal.snapshot"
 let logFile = "journal.log"
 
+extension TemporaryDirectory {
+    /// The snapshot's bytes; a journal that never compacted has no snapshot file, and its
+    /// snapshot is the empty one of generation 1.
+    func snapshotBytes() throws -> [UInt8] {
+        try fileNames().contains(snapshotFile) ? read(snapshotFile) : FileHeader.encode(.snapshot, generation: 1)
+    }
+}
+
 /// The map a journal's owner keeps, rebuilt from the records it is given.
 struct Model: Equatable {
     var entries: [[UInt8]: [UInt8]] = [:]
