@@ -1,4 +1,5 @@
 import Foundation
+import NimbusTestSupport
 
 /// The whole run: header, the groups of figures in order, the table and the JSON lines.
 enum Bench {
@@ -17,6 +18,13 @@ enum Bench {
             return 64
         }
 
+        if let nimbusd = options.nimbusd {
+            guard FileManager.default.isExecutableFile(atPath: nimbusd) else {
+                FileHandle.standardError.write(Data("nimbus-bench: --nimbusd \(nimbusd) is not an executable file\n".utf8))
+                return 66
+            }
+            Daemon.chosenExecutable.withLock { $0 = nimbusd }
+        }
         let base = options.directory ?? (ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp")
         let workspace: Workspace
         do {
@@ -29,6 +37,7 @@ enum Bench {
         let started = Monotonic.now
         let header = Report.header(machine: Machine.describe(benchDirectory: workspace.root))
         progress(header)
+        progress("nimbusd: \(options.nimbusd ?? NimbusdProcess.nimbusd)")
         progress("mode: \(options.quick ? "quick" : "full")\(options.only.isEmpty ? "" : ", only \(options.only.joined(separator: ","))"); data in \(workspace.root)")
 
         var report = Report()

@@ -13,9 +13,11 @@ struct BenchOptions: Sendable {
     var directory: String?
     /// Keep the data folder afterwards, for inspection.
     var keep = false
+    /// The `nimbusd` to measure (default: the one built next to nimbus-bench).
+    var nimbusd: String?
 
     static let usage = """
-        Usage: nimbus-bench [--quick] [--only NAME[,NAME…]] [--files N] [--runs N] [--dir PATH] [--keep]
+        Usage: nimbus-bench [--quick] [--only NAME[,NAME…]] [--files N] [--runs N] [--dir PATH] [--keep] [--nimbusd PATH]
         Measures Nimbus against cp -a, rsync -a and find on this machine, in the same run.
 
           --quick        small sizes and few runs (about a minute)
@@ -24,6 +26,9 @@ struct BenchOptions: Sendable {
           --runs N       runs per figure; each figure is the median of its runs
           --dir PATH     put the temporary data below PATH (default /tmp); it is removed at the end
           --keep         keep the temporary data
+          --nimbusd PATH the nimbusd to measure, e.g. the packaged one (static Swift runtime) in
+                         .build-pkg/release/ or /usr/bin/nimbusd (default: the one built next to
+                         nimbus-bench, which loads the Swift runtime as shared libraries)
           -h, --help     this help
 
         Prints a table, then one JSON line per figure. Build it in release mode:
@@ -70,6 +75,7 @@ struct BenchOptions: Sendable {
             case "--files": options.files = try positive(argument)
             case "--runs": options.runs = try positive(argument)
             case "--dir": options.directory = try value(argument)
+            case "--nimbusd": options.nimbusd = try value(argument)
             case "-h", "--help": return .help
             default: throw UsageError(description: "unknown argument \(argument)")
             }

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import NimbusSystem
 import NimbusTestSupport
+import Synchronization
 
 /// The real release `nimbusd`, started on a pair of folders as systemd would start it: its
 /// readiness comes over `NOTIFY_SOCKET` (READY=1 is sent after the first full sync). The
@@ -12,6 +13,11 @@ final class Daemon: NimbusdProcess, @unchecked Sendable {
     private(set) var processID: Int32 = 0
 
     static var clockTicksPerSecond: Double { Double(sysconf(Int32(_SC_CLK_TCK))) }
+
+    /// `--nimbusd PATH`: the binary every figure starts (set once, before the first figure);
+    /// nil: the one built next to nimbus-bench.
+    static let chosenExecutable = Mutex<String?>(nil)
+    override var executable: String { Self.chosenExecutable.withLock { $0 } ?? super.executable }
 
     /// Starts `nimbusd --local local --cloud cloud --state-dir state …`; returns at once.
     init(local: String, cloud: String, stateDirectory: String, logPath: String, extraArguments: [String] = []) throws {

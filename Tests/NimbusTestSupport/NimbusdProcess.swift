@@ -36,6 +36,9 @@ open class NimbusdProcess: @unchecked Sendable {
     public static let binaryDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path
     public static var nimbusd: String { binaryDirectory + "/nimbusd" }
     public static var nimbusctl: String { binaryDirectory + "/nimbusctl" }
+    /// The `nimbusd` this harness starts: the one built next to it, unless a subclass names
+    /// another (nimbus-bench's `--nimbusd`, to measure the packaged build).
+    open var executable: String { Self.nimbusd }
 
     public init(name: String, local: String, cloud: String, stateDirectory: String, socketPath: String,
                 logPath: String, notifyPath: String?) {
@@ -62,8 +65,10 @@ open class NimbusdProcess: @unchecked Sendable {
     /// it as another user). `note` goes into the log after the launch line (a config file).
     public func launch(arguments: [String], environment: [String: String], launcher: [String] = [], note: String = "") throws {
         guard !isRunning else { throw failure("is already running") }
-        guard FileManager.default.isExecutableFile(atPath: Self.nimbusd) else {
-            throw HarnessFailure("nimbusd is not built next to \(CommandLine.arguments[0]) (\(Self.nimbusd)); build the whole package")
+        guard FileManager.default.isExecutableFile(atPath: executable) else {
+            throw HarnessFailure(executable == Self.nimbusd
+                ? "nimbusd is not built next to \(CommandLine.arguments[0]) (\(Self.nimbusd)); build the whole package"
+                : "\(executable) is not an executable file")
         }
         var environment = environment
         if let notifyPath {
@@ -75,7 +80,7 @@ open class NimbusdProcess: @unchecked Sendable {
         }
         launches += 1
         launchLogMark = logMark
-        let command = launcher + [Self.nimbusd] + arguments
+        let command = launcher + [executable] + arguments
         try appendToLog("=== launch #\(launches): \(command.joined(separator: " "))\n\(note)")
         launchedAt = ContinuousClock.now
         process = try BackgroundProcess(command[0], Array(command.dropFirst()), environment: environment, outputPath: logPath)
