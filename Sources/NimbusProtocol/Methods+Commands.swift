@@ -1,5 +1,5 @@
 /// Parameters and results of the methods that act: conflicts and versions, commands,
-/// leases (PROTOCOL.md). The query methods are in Methods.swift.
+/// leases (PROTOCOL.md). The query methods are in Methods.swift and Methods+Entries.swift.
 
 // MARK: - Conflicts and versions
 
