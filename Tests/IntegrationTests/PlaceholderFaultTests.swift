@@ -4,7 +4,9 @@ import Testing
 import NimbusTestSupport
 
 /// Placeholders under pressure (issue #5): a small disk and a storm of opens. Kill -9 during a
-/// download is in `PlaceholderCrashTests.swift`, changes from either side in `PlaceholderChangeTests.swift`.
+/// download is in `PlaceholderKillTests.swift`, changes from either side in
+/// `PlaceholderRenameAndChangeTests.swift`: names that keep these tests in their place in the
+/// serialized suite's order (see `PlaceholderTests.swift`).
 extension PlaceholderIntegrationTests {
     static func freeBytes(_ path: String) -> Int64 {
         var s = statvfs()

@@ -5,6 +5,8 @@ import NimbusTestSupport
 
 // Evict and download racing users: open files, a paused pair, a cloud file changing kind, both at once.
 extension PlaceholderHostileTests {
+    // MARK: Evict and download racing users
+
     @Test("evict of a folder with one open file among many: the others are evicted, the open one stays, the error names it")
     func evictFolderWithOneOpenFile() async throws {
         let s = try PlaceholderSandbox.downloadingOnRequest("hostileEvictFolder")

@@ -6,8 +6,11 @@ import NimbusTestSupport
 /// Files on demand against hostile folders and clients (issue #5, DESIGN §5, §7): odd names,
 /// special files where placeholders go, a crash inside evict, a full disk, mode switches and
 /// protocol abuse. Each test starts the real `nimbusd --mode on-demand` (PlaceholderHarness).
+/// The tests are in +Names, +Races, +Stress and, last, here: a serialized suite runs in source
+/// order, file name first, and these names make it the order of the sections.
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct PlaceholderHostileTests {
+
     // MARK: Helpers of this file
 
     /// Every name in `root`, recursively, relative, sorted (temporary files included).
@@ -104,128 +107,49 @@ struct PlaceholderHostileTests {
         return ((error["data"] as? [String: Any])?["name"] as? String) ?? "error without a name (code \(error["code"] ?? "?"))"
     }
 
-    // MARK: Names
+    // MARK: Protocol abuse
 
-    @Test("a cloud file named x.nimbus appears as x.nimbus.nimbus, downloads to x.nimbus, and the cloud copy is never touched")
-    func cloudFileNamedLikeAPlaceholder() async throws {
-        let s = try PlaceholderSandbox.downloadingOnRequest("hostileNimbusName",
-                                                                cloud: ["notes.nimbus": "my own notes, not a placeholder\n"])
+    @Test("download, evict, pin and unpin with hostile params: each answered with invalid_params or invalid_path, nothing touched")
+    func protocolAbuse() async throws {
+        let s = try PlaceholderSandbox.downloadingOnRequest("hostileProtocol", cloud: ["a.txt": "a\n"])
         defer { s.finish() }
         let d = s.daemon
+        let outside = try s.sandbox.folder("outside")
+        try PlaceholderFiles.write(outside + "/victim.txt", Array("outside\n".utf8))
+        try SyncFiles.makeSymlink(SyncFiles.join(d.local, "escape"), to: outside)
         try await d.start()
-        try await d.eventually("notes.nimbus.nimbus") { PlaceholderIntegrationTests.isPlaceholder(d.local, "notes.nimbus") }
-        try await d.settle()
-        #expect(!PlaceholderFiles.exists(d.local + "/notes.nimbus"), "the cloud file notes.nimbus appeared under its own name before a download")
-        let entry = try await d.ctlJSON(["info", "notes.nimbus"])
-        #expect(entry["state"] as? String == "notDownloaded", "\(entry)")
-        // What the user types: the name of the cloud file. nimbusctl must not take it for the
-        // placeholder of a file "notes" that does not exist.
-        let typed = try await d.ctl(["--json", "download", "notes.nimbus"])
-        #expect(typed.status == 0, "nimbusctl download notes.nimbus: \(typed)")
-        if typed.status != 0 {
-            // Go on through the protocol, to check the daemon's part.
-            let answers = try await Self.rpc(d.socketPath, [#"{"jsonrpc":"2.0","id":1,"method":"download","params":{"path":"notes.nimbus"}}"#])
-            #expect(Self.outcome(answers[0]) == "ok", "\(answers[0])")
+        try await d.eventually("placeholder") { PlaceholderIntegrationTests.isPlaceholder(d.local, "a.txt") }
+        var requests: [String] = []
+        var expected: [String] = []
+        func add(_ method: String, _ params: String) {
+            requests.append(#"{"jsonrpc":"2.0","id":\#(requests.count + 1),"method":"\#(method)","params":\#(params)}"#)
+            expected.append("\(method) \(params)")
         }
-        try await d.settle("after-download")
-        #expect(try SyncExpect.file(d.local, "notes.nimbus", "my own notes, not a placeholder\n") == nil)
-        #expect(!PlaceholderFiles.exists(d.local + "/notes.nimbus.nimbus"), "the placeholder stayed beside the downloaded notes.nimbus")
-        #expect(try SyncExpect.file(d.cloud, "notes.nimbus", "my own notes, not a placeholder\n") == nil, "the cloud copy changed")
-        #expect(Self.userTree(d.cloud) == ["notes.nimbus"], "cloud: \(Self.userTree(d.cloud))")
-        #expect(Self.versions(d).isEmpty, "versions were made: \(Self.versions(d))")
-        // The downloaded file is a file of the user's, not a placeholder: a local edit is uploaded.
-        try PlaceholderFiles.write(d.local + "/notes.nimbus", Array("edited\n".utf8))
-        try await d.eventually("the edit of notes.nimbus uploaded") { try SyncExpect.file(d.cloud, "notes.nimbus", "edited\n") }
-        #expect(PlaceholderFiles.exists(d.cloud + "/notes") == false, "a file 'notes' appeared in the cloud")
-        try await d.stop()
-    }
-
-    @Test("cloud files x and x.nimbus side by side: two placeholders, both downloadable, nothing uploaded or deleted")
-    func cloudFileAndItsPlaceholderName() async throws {
-        let s = try PlaceholderSandbox.downloadingOnRequest("hostileNameClash",
-                                                                cloud: ["data": "the data file\n", "data.nimbus": "a file of the user's called data.nimbus\n"])
-        defer { s.finish() }
-        let d = s.daemon
-        try await d.start()
-        try await d.settle()
-        try await d.settle("twice")
-        #expect(PlaceholderFiles.exists(d.local + "/data.nimbus") && PlaceholderFiles.exists(d.local + "/data.nimbus.nimbus") && !PlaceholderFiles.exists(d.local + "/data"),
-                "expected the placeholders data.nimbus and data.nimbus.nimbus; local: \(Self.userTree(d.local))")
-        #expect(try SyncExpect.file(d.cloud, "data", "the data file\n") == nil, "the cloud copy of data changed or went")
-        #expect(try SyncExpect.file(d.cloud, "data.nimbus", "a file of the user's called data.nimbus\n") == nil,
-                "the cloud copy of data.nimbus was overwritten (by the placeholder of data?)")
-        #expect(Self.versions(d).isEmpty, "versions were made (a cloud file was replaced or deleted): \(Self.versions(d))")
-        let entries = try await d.entries()
-        #expect(entries["data"]?["state"] as? String == "notDownloaded", "data: \(entries["data"] ?? [:])")
-        #expect(entries["data.nimbus"]?["state"] as? String == "notDownloaded", "data.nimbus: \(entries["data.nimbus"] ?? [:])")
-        try await d.stop()
-    }
-
-    @Test("a name with a newline: its placeholder is recognised, downloading it leaves the file only, nothing extra is uploaded")
-    func newlineInName() async throws {
-        let s = try PlaceholderSandbox.downloadingOnRequest("hostileNewline")
-        defer { s.finish() }
-        let d = s.daemon
-        let name = "two\nlines.txt"
-        try PlaceholderFiles.write(d.cloud + "/" + name, Array("content of two lines\n".utf8))
-        try await d.start()
-        try await d.eventually("the placeholder of the newline name") { PlaceholderIntegrationTests.isPlaceholder(d.local, name) }
-        let text = PlaceholderFiles.text(d.local + "/" + name + ".nimbus") ?? ""
-        #expect(text.split(separator: "\n", omittingEmptySubsequences: false).count == 7,
-                "the placeholder is not 6 lines (the name's newline leaked into it):\n\(text)")
-        let downloaded = try await d.ctlJSON(["download", name])
-        #expect(downloaded["state"] as? String == "downloaded", "\(downloaded)")
-        try await d.settle()
-        #expect(Self.userTree(d.local) == [name], "local folder after the download: \(Self.userTree(d.local))")
-        #expect(Self.userTree(d.cloud) == [name], "cloud folder after the download: \(Self.userTree(d.cloud))")
-        try await d.stop()
-    }
-
-    @Test("a 250-byte name has no room for .nimbus: the file is downloaded, and evict refuses it with a reason instead of doing nothing")
-    func nameWithoutRoomForTheSuffix() async throws {
-        let s = try PlaceholderSandbox.downloadingOnRequest("hostileLongName")
-        defer { s.finish() }
-        let d = s.daemon
-        let name = String(repeating: "n", count: 246) + ".txt"
-        try PlaceholderFiles.write(d.cloud + "/" + name, Array("long name\n".utf8))
-        try PlaceholderFiles.write(d.cloud + "/short.txt", Array("short\n".utf8))
-        try await d.start()
-        try await d.eventually("the long name downloaded (no placeholder name fits)") {
-            try SyncExpect.file(d.local, name, "long name\n")
+        add("download", #"{"path":"a.txt","wait":"yes"}"#)
+        add("download", #"{"path":"a.txt","wait":1}"#)
+        for method in ["download", "evict", "pin", "unpin"] {
+            add(method, #"{"pathBytes":"!!!not base64!!!"}"#)
+            add(method, #"{"path":"/etc/passwd"}"#)
+            add(method, #"{"path":"../outside/victim.txt"}"#)
+            add(method, #"{"path":"a/../../x"}"#)
+            add(method, #"{"pathBytes":"YQBi"}"#)  // "a\0b"
+            add(method, #"{"path":"escape/victim.txt"}"#)
+            add(method, #"{"path":5}"#)
+            add(method, #"{}"#)
+            add(method, #"["a.txt"]"#)
         }
-        try await d.eventually("short.txt a placeholder") { PlaceholderIntegrationTests.isPlaceholder(d.local, "short.txt") }
-        let entry = try await d.ctlJSON(["info", name])
-        #expect(entry["state"] as? String == "downloaded", "\(entry)")
-        let evict = try await d.ctl(["--json", "evict", name])
-        let state = (try? await d.ctlJSON(["info", name]))?["state"] as? String
-        // Either it is refused with a reason, or it really is evicted; never "ok" with the file still here.
-        #expect(evict.status != 0 || state == "notDownloaded",
-                "evict answered success but the file is still downloaded (state \(state ?? "?")): \(evict)")
-        #expect(try SyncExpect.file(d.cloud, name, "long name\n") == nil)
-        try await d.stop()
-    }
-
-    @Test("a non-UTF-8 name gets a placeholder, downloads by pathBytes, and round-trips byte for byte")
-    func nonUTF8Name() async throws {
-        let s = try PlaceholderSandbox.downloadingOnRequest("hostileBytes")
-        defer { s.finish() }
-        let d = s.daemon
-        let name: [UInt8] = Array("caf".utf8) + [0xE9] + Array(".txt".utf8)
-        try SyncFiles.write(SyncFiles.join(d.cloud, name), Array("latin-1 name\n".utf8))
-        try await d.start()
-        try await d.eventually("the placeholder of the latin-1 name") {
-            Self.exists(d.local, name + Array(".nimbus".utf8)) ? nil : "local: \(Self.userTree(d.local))"
+        let answers = try await Self.rpc(d.socketPath, requests)
+        for (index, answer) in answers.enumerated() {
+            let error = answer["error"] as? [String: Any]
+            let code = error?["code"] as? Int
+            #expect(code == -32602, "\(expected[index]): expected invalid params (-32602), got \(answer)")
         }
-        #expect(!Self.exists(d.local, name), "downloaded although on demand")
-        let base64 = Data(name).base64EncodedString()
-        let answers = try await Self.rpc(d.socketPath, [
-            #"{"jsonrpc":"2.0","id":1,"method":"download","params":{"pathBytes":"\#(base64)"}}"#,
-        ])
-        #expect(Self.outcome(answers[0]) == "ok", "\(answers[0])")
-        #expect(Self.read(d.local, name) == Array("latin-1 name\n".utf8), "the downloaded file")
-        #expect(!Self.exists(d.local, name + Array(".nimbus".utf8)), "the placeholder stayed")
-        try await d.settle()
-        #expect(Self.userTree(d.cloud).count == 1, "cloud: \(Self.userTree(d.cloud))")
+        #expect(d.isRunning, "nimbusd died: \(d.exitDescription)")
+        let status = try await Self.rpc(d.socketPath, [#"{"jsonrpc":"2.0","id":1,"method":"status"}"#])
+        #expect(Self.outcome(status[0]) == "ok", "\(status[0])")
+        #expect(try PlaceholderFiles.read(outside + "/victim.txt") == Array("outside\n".utf8))
+        #expect(PlaceholderIntegrationTests.isPlaceholder(d.local, "a.txt") == nil, "a hostile request downloaded a.txt")
+        #expect(try SyncExpect.file(d.cloud, "a.txt", "a\n") == nil)
         try await d.stop()
     }
 }
