@@ -97,66 +97,6 @@ struct Pair {
     }
 
     @Test(arguments: [true, false])
-    func aReplaceMovesTheOldFileToTheVersionsStore(exchange: Bool) throws {
-        try Pair.with { pair in
-            try pair.scratch.write("dst/file", Array("old".utf8))
-            try pair.scratch.write("src/file", Array("new 1".utf8))
-            let old = try #require(try pair.destination.metadata(of: path("file")))
-            let first = try install(pair, "file", replacing: old, displacedTo: "versions/v/t-dev.nimbus-version", exchange: exchange)
-            #expect(try pair.scratch.read("dst/file") == Array("new 1".utf8))
-            #expect(try pair.scratch.read("dst/versions/v/t-dev.nimbus-version") == Array("old".utf8))
-
-            // The same versions name again: the earlier version is kept, the new one gets a number
-            // before its suffix (the versions store lists it by that suffix).
-            try pair.scratch.write("src/file", Array("new 2".utf8))
-            _ = try install(pair, "file", replacing: first, displacedTo: "versions/v/t-dev.nimbus-version", exchange: exchange)
-            #expect(try pair.scratch.read("dst/file") == Array("new 2".utf8))
-            #expect(try pair.scratch.read("dst/versions/v/t-dev.nimbus-version") == Array("old".utf8))
-            #expect(try pair.scratch.read("dst/versions/v/t-dev (2).nimbus-version") == Array("new 1".utf8))
-            #expect(try pair.temporaryFiles().isEmpty)
-        }
-    }
-
-    @Test(arguments: [true, false])
-    func aReplaceWithoutVersionsStoreRemovesTheOldFile(exchange: Bool) throws {
-        try Pair.with { pair in
-            try pair.scratch.write("dst/file", Array("old".utf8))
-            try pair.scratch.write("src/file", Array("new".utf8))
-            let old = try #require(try pair.destination.metadata(of: path("file")))
-            _ = try install(pair, "file", replacing: old, displacedTo: nil, exchange: exchange)
-            #expect(try pair.scratch.read("dst/file") == Array("new".utf8))
-            #expect(try pair.scratch.names(in: "dst") == [Array("file".utf8), Array(".nimbus".utf8)])
-            #expect(try pair.temporaryFiles().isEmpty)
-        }
-    }
-
-    @Test(arguments: [true, false])
-    func aStaleReplaceLeavesTheDestinationAlone(exchange: Bool) throws {
-        try Pair.with { pair in
-            try pair.scratch.write("dst/file", Array("old".utf8))
-            try pair.scratch.write("src/file", Array("new".utf8))
-            let old = try #require(try pair.destination.metadata(of: path("file")))
-            try pair.scratch.write("dst/file", Array("changed by someone else".utf8))
-            #expect(throws: CopyError.destinationChanged(try path("file"))) {
-                try install(pair, "file", replacing: old, displacedTo: "versions/file~1", exchange: exchange)
-            }
-            #expect(try pair.scratch.read("dst/file") == Array("changed by someone else".utf8))
-            #expect(!pair.scratch.exists("dst/versions/file~1"))
-            #expect(try pair.temporaryFiles().isEmpty)
-
-            // A destination that vanished is a change too.
-            try pair.scratch.directory.removeFile("dst/file")
-            #expect(throws: CopyError.destinationChanged(try path("file"))) {
-                try install(pair, "file", replacing: old, displacedTo: nil, exchange: exchange)
-            }
-            #expect(try pair.temporaryFiles().isEmpty)
-        }
-    }
-
-    /// The progress callback runs between two chunks of the copy: writing to the source there
-    /// is a deterministic "edit during the copy". The second case keeps size and mtime (a
-    /// same-size rewrite, then the old mtime put back) and is caught by the ctime.
-    @Test(arguments: [true, false])
     func aSourceChangedDuringTheCopyIsRefused(grow: Bool) throws {
         try Pair.with { pair in
             let size = 2 * ContentTransfer.chunkSize + 5
@@ -260,35 +200,6 @@ struct Pair {
 
     /// DESIGN §3: a file a program has open for writing is never replaced (its later writes
     /// would go to a file without a name), on both paths; once closed it is.
-    @Test(arguments: [true, false]) func aFileOpenForWritingIsNotReplaced(exchange: Bool) throws {
-        try Pair.with { pair in
-            try pair.scratch.write("src/file", Array("new".utf8))
-            try pair.scratch.write("dst/file", Array("old".utf8))
-            let file = try path("file")
-            let old = try #require(try pair.destination.metadata(of: file))
-            let writer = try FileDescriptor.open("dst/file", [.writeOnly, .append], relativeTo: pair.scratch.directory)
-            try writer.closeAfter { () throws in
-                #expect(pair.destination.isOpenForWriting(file))
-                #expect(throws: CopyError.destinationInUse(file)) {
-                    try install(pair, "file", replacing: old, displacedTo: nil, exchange: exchange, refusingOpenWriters: true)
-                }
-                #expect(try pair.scratch.read("dst/file") == Array("old".utf8))
-                #expect(try pair.temporaryFiles().isEmpty)
-            }
-            // Polled: a child process another test spawns at that moment holds a copy of every
-            // descriptor between its fork and its exec.
-            let deadline = ContinuousClock.now + .seconds(10)
-            while pair.destination.isOpenForWriting(file) && ContinuousClock.now < deadline { usleep(1000) }
-            #expect(!pair.destination.isOpenForWriting(file))
-            _ = try install(pair, "file", replacing: old, displacedTo: nil, exchange: exchange, refusingOpenWriters: true)
-            #expect(try pair.scratch.read("dst/file") == Array("new".utf8))
-        }
-    }
-
-    /// Holes stay holes: only the data ranges are written (at the start, in the middle, none at
-    /// the end), the size is kept, and the copy reads exactly as the source does.
-    /// A destination checked by content (a shared network cloud) gets the hash of what was
-    /// copied from the source, dense or sparse, without reading the temporary file back.
     @Test func aCopyToAContentCheckedDestinationCarriesTheSourcesHash() throws {
         try Pair.with { pair in
             pair.destination.adopt(WriteProtocol(replace: .moveAside, create: .exclusiveOpen, verifiesContent: true))
@@ -358,87 +269,5 @@ struct Pair {
                 #expect(!ProcessSupport.isOpenForWriting(identity))
             }
         }
-    }
-
-    private func install(_ pair: Pair, _ name: String, replacing: FileMetadata, displacedTo: String?,
-                         exchange: Bool, refusingOpenWriters: Bool = false) throws -> FileMetadata {
-        let expected = try #require(try pair.source.metadata(of: path(name)))
-        let copy = try pair.destination.prepareCopy(of: path(name), from: pair.source, expected: expected,
-                                                    durable: true) { _ in }
-        return try pair.destination.withRoot { root in
-            try Installer(root: root, refusesOpenWriters: refusingOpenWriters, exchangeSupported: exchange)
-                .install(copy, at: path(name), replacing: replacing, displacedTo: try displacedTo.map(path),
-                         durable: true)
-        }
-    }
-}
-
-/// Tests that mount a tmpfs (as root): one at a time, always unmounted.
-@Suite(.serialized) struct CopierMountTests {
-    @Test func aFullDiskFailsWithENOSPCAndLeavesNoTemporaryFile() throws {
-        try Scratch.with { scratch in
-            try scratch.directory.makeDirectory("src")
-            try scratch.directory.makeDirectory("small")
-            let content = randomBytes(4 << 20, seed: 3)
-            try scratch.write("src/big", content)
-            try withTmpfs(at: scratch.path.appending("small"), size: "1m") {
-                let source = DiskFileSystem(root: scratch.path.appending("src"))
-                let destination = DiskFileSystem(root: scratch.path.appending("small"),
-                                                  temporaryDirectory: try path(".nimbus/tmp"))
-                let expected = try #require(try source.metadata(of: path("big")))
-                let error = try #require(throws: SystemError.self) {
-                    try destination.prepareCopy(of: path("big"), from: source, expected: expected,
-                                                durable: true) { _ in }
-                }
-                #expect(error.errno == .noSpace)
-                #expect(error.path.hasPrefix(".nimbus/tmp/.nimbus-tmp-"), "\(error)")
-                #expect(try scratch.names(in: "small/.nimbus/tmp").isEmpty)
-
-                let write = try #require(throws: SystemError.self) {
-                    try destination.writeFile(path("marker"), contents: content, mode: 0o644)
-                }
-                #expect(write.errno == .noSpace)
-                #expect(try scratch.names(in: "small/.nimbus/tmp").isEmpty)
-                #expect(try scratch.names(in: "small") == [Array(".nimbus".utf8)])
-            }
-        }
-    }
-
-    /// ext4 → tmpfs → ext4: FICLONE is refused both ways, copy_file_range is refused or works
-    /// depending on the kernel; the content arrives either way.
-    @Test func copiesAcrossFilesystems() throws {
-        try Scratch.with { scratch in
-            try scratch.directory.makeDirectory("disk")
-            try scratch.directory.makeDirectory("memory")
-            let content = randomBytes(4 << 20 + 3, seed: 4)
-            try scratch.write("disk/file", content)
-            try withTmpfs(at: scratch.path.appending("memory"), size: "16m") {
-                let disk = DiskFileSystem(root: scratch.path.appending("disk"))
-                let memory = DiskFileSystem(root: scratch.path.appending("memory"))
-                let there = try #require(try disk.metadata(of: path("file")))
-                let copy = try memory.prepareCopy(of: path("file"), from: disk, expected: there, durable: true) { _ in }
-                _ = try memory.install(copy, at: path("file"), replacing: nil, displacedTo: nil, durable: true)
-                #expect(try scratch.read("memory/file") == content)
-
-                let back = try #require(try memory.metadata(of: path("file")))
-                let copyBack = try disk.prepareCopy(of: path("file"), from: memory, expected: back,
-                                                    durable: true) { _ in }
-                _ = try disk.install(copyBack, at: path("file"), replacing: there, displacedTo: nil, durable: true)
-                #expect(try scratch.read("disk/file") == content)
-            }
-        }
-    }
-
-    /// Runs `body` with a tmpfs mounted at `path`, unmounted afterwards (lazily if busy).
-    /// A mount that fails is recorded as an issue: the test did not run.
-    private func withTmpfs(at path: SystemPath, size: String, _ body: () throws -> Void) throws {
-        guard mount("tmpfs", path.description, "tmpfs", 0, "size=\(size)") == 0 else {
-            Issue.record("could not mount a tmpfs at \(path) (\(Errno.current)); this test needs root and did not run")
-            return
-        }
-        defer {
-            if umount2(path.description, 0) != 0 { _ = umount2(path.description, Int32(MNT_DETACH)) }
-        }
-        try body()
     }
 }
