@@ -269,7 +269,7 @@ public final class PairRuntime<FS: FileSystem, Watcher: TreeWatching>: @unchecke
         stopping.store(true, ordering: .sequentiallyConsistent)
         for watcher in watchers.values { watcher.wake() }
         for watcher in watchers.values { watcher.close() }
-        try? store.commit()
+        engine.commit()  // Through the engine: a local marker not yet durable is flushed first.
         try? store.close()
         releaseRootLock()
     }

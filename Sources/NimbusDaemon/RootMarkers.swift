@@ -28,11 +28,28 @@ enum RootMarkers {
     }
 
     /// Checks both markers; on first pairing (`firstPairing`) creates the missing ones.
-    /// `now` is the new cloud marker's mtime; `beforeCreatingCloudMarker`
-    /// runs first (the cloud's filesystem is probed, so the marker is created the way it allows).
+    /// `now` is the new markers' mtime; `beforeCreatingCloudMarker` runs first (the cloud's
+    /// filesystem is probed, so the marker is created the way it allows); `wroteLocalMarker`
+    /// runs once a local marker was written, which is not durable yet.
+    ///
+    /// What a crash may leave, and why only the cloud marker is flushed here. A missing marker
+    /// halts the pair once the journal holds a record (`firstPairing` false), so by then both
+    /// must be durable; before, a missing one is made again. The cloud marker is flushed (its
+    /// content before its name, its folder after) before the local one is written: other
+    /// devices may read it at once, and a local marker naming a cloud marker that a crash then
+    /// lost would halt the pair for good (a paired folder never makes a new cloud marker, see
+    /// below). The local marker is read by this daemon alone, so it is written without a flush
+    /// (issue 15: two of the four fsyncs before a first sync's first copy), and the engine makes
+    /// it durable before the journal's first commit (`SyncEngine.commit`): the first pass's
+    /// flush of the local filesystem (syncfs, which the cloud folder's flush is when both are on
+    /// one filesystem) or, failing that, a flush of its own. A crash before then leaves an
+    /// empty journal and no local marker, an empty one (neither names a cloud folder, so it is
+    /// written again) or the whole one (one write of a few dozen bytes, which a crash does not
+    /// cut in the middle).
     static func check<FS: FileSystem>(local localFS: FS, cloud cloudFS: FS, firstPairing: Bool,
                                       localRoot: String, cloudRoot: String, now: WallInstant,
-                                      beforeCreatingCloudMarker: () -> Void = {}) -> Check {
+                                      beforeCreatingCloudMarker: () -> Void = {},
+                                      wroteLocalMarker: () -> Void = {}) -> Check {
         do {
             let pairedWith = try read(localFS, local, key: "cloud")
             var cloudID = try read(cloudFS, cloud, key: "id")
@@ -59,7 +76,8 @@ enum RootMarkers {
                 guard firstPairing else {
                     return .missing("The local folder \(localRoot) has no Nimbus marker (.nimbus-root): it may be on a disk that is not mounted, or was deleted. Nothing is synced until it is back.")
                 }
-                try localFS.writeFile(local, contents: Array("nimbus-root 1\ncloud=\(cloudID!)\n".utf8), mode: 0o644)
+                try createLocalMarker(localFS, cloudID: cloudID!, now: now)
+                wroteLocalMarker()
             } else if pairedWith != cloudID {
                 return .missing("The local folder \(localRoot) is paired with another cloud folder (id \(pairedWith!)), not \(cloudRoot) (id \(cloudID!)). Nothing is synced; use the right cloud folder, or delete \(localRoot)/.nimbus-root to pair it with this one.")
             }
@@ -80,6 +98,20 @@ enum RootMarkers {
         } catch CopyError.destinationChanged {
             cloudFS.discard(prepared)  // Gone already where the installer removed it.
             return try read(cloudFS, cloud, key: "id")  // Another device was first: its marker counts.
+        }
+    }
+
+    /// Writes the local marker naming `cloudID`, replacing what a crash may have left there
+    /// (an empty marker, which names no cloud folder), without a flush (see `check`).
+    private static func createLocalMarker<FS: FileSystem>(_ localFS: FS, cloudID: String, now: WallInstant) throws {
+        let leftover = try localFS.metadata(of: local)
+        let prepared = try localFS.prepareFile(near: local, contents: Array("nimbus-root 1\ncloud=\(cloudID)\n".utf8), mode: 0o644,
+                                               mtime: now.nanoseconds, attributes: [], durable: false)
+        do {
+            _ = try localFS.install(prepared, at: local, replacing: leftover, displacedTo: nil, durable: false)
+        } catch {
+            localFS.discard(prepared)
+            throw error
         }
     }
 

@@ -20,7 +20,17 @@ extension SyncEngine {
                 for side in group { failed[side] = error }
             }
         }
+        noteLocalMarkerFlushed(by: sides.subtracting(failed.keys))
         return failed
+    }
+
+    /// A local marker waiting for a flush (`RootMarkers.check`) is durable once the local
+    /// filesystem was flushed: through the local folder, or through the cloud's when both are
+    /// on one.
+    private func noteLocalMarkerFlushed(by flushed: Set<Side>) {
+        guard !flushed.isEmpty, state.withLock({ $0.localMarkerAwaitsFlush }),
+              flushed.contains(.local) || filesystems(of: Set(Side.allCases)).count == 1 else { return }
+        state.withLock { $0.localMarkerAwaitsFlush = false }
     }
 
     /// `sides` grouped by the filesystem their folders are on.

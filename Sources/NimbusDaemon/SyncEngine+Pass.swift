@@ -139,6 +139,13 @@ extension SyncEngine {
     }
 
     func commit() {
+        // The first record makes the pair paired, after which a missing marker halts it: the
+        // local marker must be durable before (`RootMarkers.check`). Held records are written
+        // by the next commit (the next pass that changes something, or the stop).
+        if state.withLock({ $0.localMarkerAwaitsFlush }), let error = flush([.local])[.local] {
+            log.error("cannot flush the local folder: \(error). The journal is written once it can be; until then, changes are re-checked at the next start.")
+            return
+        }
         do {
             try store.commit()
             try store.compactIfNeeded(state.withLock { $0.index.all.map { (key: $0.0, value: $0.1) } })

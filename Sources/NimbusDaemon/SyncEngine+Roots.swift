@@ -15,7 +15,8 @@ extension SyncEngine {
         }
         let check = missingRoot.map { RootMarkers.Check.missing($0) } ?? RootMarkers.check(
             local: local, cloud: cloud, firstPairing: firstPairing, localRoot: rootNames.local, cloudRoot: rootNames.cloud, now: clock.wallNow,
-            beforeCreatingCloudMarker: { probeCloudIfNeeded(force: true) })
+            beforeCreatingCloudMarker: { probeCloudIfNeeded(force: true) },
+            wroteLocalMarker: { state.withLock { $0.localMarkerAwaitsFlush = true } })
         switch check {
         case .ready:
             let wasHalted = state.withLock { s -> Bool in

@@ -70,6 +70,9 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
         var nextTemporarySweep = MonotonicInstant.origin
         /// This device's recent uploads to a content-checked cloud: the hash and when.
         var recentUploads: [RelativePath: (hash: ContentHash, at: WallInstant)] = [:]
+        /// A local marker was written and the local filesystem not flushed since: the
+        /// journal's next commit waits for that flush (`RootMarkers.check`).
+        var localMarkerAwaitsFlush = false
     }
 
     public init(local: FS, cloud: FS, store: any RecordStore, records: [RelativePath: PathRecord],

@@ -1,0 +1,85 @@
+import Testing
+import NimbusCore
+import NimbusSimulation
+import NimbusSystem
+@testable import NimbusDaemon
+import NimbusVocabulary
+
+/// The local folder's marker is written at a first pairing without a flush of its own; the
+/// journal's first commit, which makes the pair paired, waits until a flush of the local
+/// filesystem made it durable (RootMarkers: issue 15, two fsyncs before the first copy).
+@Suite struct LocalMarkerDurabilityTests {
+    /// Uploads only: the batch flushes the cloud's filesystem. On one filesystem that flush
+    /// made the marker durable too, and nothing more is flushed; on two, the local folder is
+    /// flushed once before the first commit.
+    @Test(arguments: [true, false])
+    func theLocalMarkerIsFlushedBeforeTheFirstCommit(sameFilesystem: Bool) throws {
+        let pair = UploadingPair(sameFilesystem: sameFilesystem)
+        pair.engine.start()
+        #expect(pair.isSynced)
+        let first = try #require(pair.store.flushesAtCommits.first, "nothing was committed")
+        #expect(first.local + first.cloud >= 1 && (sameFilesystem || first.local == 1), "flushes before the first commit: \(first)")
+        let all = (local: pair.local.calls(.synchronize), cloud: pair.cloud.calls(.synchronize))
+        #expect(all.local == (sameFilesystem ? 0 : 1) && all.cloud == 2, "flushes in all: \(all)")
+    }
+
+    /// The local folder cannot be flushed: nothing is committed (the pair must not count as
+    /// paired while its marker may not be durable); once it can, the next commit writes all.
+    @Test func aFailedFlushOfTheLocalFolderHoldsTheFirstCommit() throws {
+        let pair = UploadingPair(sameFilesystem: false)
+        pair.local.fail(.synchronize, with: .ioError)
+        pair.engine.start()
+        #expect(pair.store.flushesAtCommits.isEmpty && pair.store.memory.committed.isEmpty)
+        try pair.local.base.write(rp("up/d"), Array("up d".utf8))
+        pair.engine.sync(nil)
+        #expect(pair.store.memory.committed[rp("up/a")] != nil, "committed once the local folder was flushed")
+        #expect(pair.isSynced)
+    }
+}
+
+/// A pair whose first sync uploads a few files in one batch, its folders on one filesystem
+/// or on two, with a journal that notes how often each folder was flushed at each commit.
+private struct UploadingPair {
+    static let names = ["a", "b", "c"]
+    let clock = ManualClock()
+    let local: FaultyFileSystem<MemoryFileSystem>
+    let cloud: FaultyFileSystem<MemoryFileSystem>
+    let store: FlushNotingStore
+    let engine: SyncEngine<FaultyFileSystem<MemoryFileSystem>>
+
+    init(sameFilesystem: Bool) {
+        local = FaultyFileSystem(MemoryFileSystem(time: clock.timeSource, device: 1))
+        cloud = FaultyFileSystem(MemoryFileSystem(time: clock.timeSource, temporaryDirectory: RootMarkers.temporary(for: "laptop"),
+                                                  device: sameFilesystem ? 1 : 2))
+        for name in Self.names { try! local.base.write(rp("up/\(name)"), Array("up \(name)".utf8)) }
+        let (local, cloud) = (local, cloud)
+        store = FlushNotingStore { (local.calls(.synchronize), cloud.calls(.synchronize)) }
+        var settings = EngineSettings(deviceName: "laptop")
+        settings.batchThreshold = 2
+        engine = SyncEngine(local: local, cloud: cloud, store: store, records: [:], clock: clock,
+                            settings: settings, log: .silent, rootNames: ("L", "C"))
+    }
+
+    var isSynced: Bool {
+        Self.names.allSatisfy { (try? cloud.base.readFile(rp("up/\($0)"), limit: 100)) == Array("up \($0)".utf8) }
+    }
+}
+
+/// `MemoryRecordStore`, noting the flushes made so far at each commit that wrote records.
+private final class FlushNotingStore: RecordStore, @unchecked Sendable {
+    let memory = MemoryRecordStore()
+    let flushes: () -> (local: Int, cloud: Int)
+    private(set) var flushesAtCommits: [(local: Int, cloud: Int)] = []
+    private var hasPending = false
+
+    init(flushes: @escaping () -> (local: Int, cloud: Int)) { self.flushes = flushes }
+
+    func put(_ path: RelativePath, _ record: PathRecord) { hasPending = true; memory.put(path, record) }
+    func remove(_ path: RelativePath) { hasPending = true; memory.remove(path) }
+    func commit() throws {
+        if hasPending { flushesAtCommits.append(flushes()) }
+        hasPending = false
+        try memory.commit()
+    }
+    func compactIfNeeded(_ all: @autoclosure () -> [(key: RelativePath, value: PathRecord)]) throws {}
+}
