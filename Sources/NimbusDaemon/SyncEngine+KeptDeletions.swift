@@ -10,7 +10,9 @@ import NimbusVocabulary
 //   it back;
 // - a local file, once checked unchanged and not open (`removeGuarded`), is moved into the
 //   holding folder `.nimbus-tmp-deleted` at the root of the local folder, under its own path,
-//   instead of being unlinked. A temporary name: the scans, the watcher and the ignore rules
+//   instead of being unlinked (in `.nimbus-tmp-deleted-2`, … when a name there is taken by
+//   the other kind; each folder in it has the mode of the folder it stands for, which a
+//   revert gives back). A temporary name: the scans, the watcher and the ignore rules
 //   pass over it, so it is never uploaded. It is let go (unlinked, its folders removed)
 //   once the window has passed with nothing held on that side, or at `confirm-deletes`;
 //   while deletions are held there, it stays until the user decides. So the disk space of
@@ -25,6 +27,22 @@ import NimbusVocabulary
 extension RootMarkers {
     /// Where local files a sync deleted wait out the mass-delete guard's window.
     static let deletedHolding = try! RelativePath(validating: ".nimbus-tmp-deleted")
+
+    /// How many holding folders there may be: `.nimbus-tmp-deleted`, then `-2`, `-3`… A
+    /// file kept as `x` and files kept as `x/…` (a file and a folder of one name, deleted
+    /// one after the other within the window) cannot share one; each kind alternation of a
+    /// name takes one more.
+    static let deletedHoldingCount = 8
+
+    /// The holding folder number `number` (from 1).
+    static func deletedHolding(_ number: Int) -> RelativePath {
+        number == 1 ? deletedHolding : try! RelativePath(validating: ".nimbus-tmp-deleted-\(number)")
+    }
+
+    /// The holding folder `place` is in.
+    static func deletedHolding(containing place: RelativePath) -> RelativePath? {
+        (1...deletedHoldingCount).lazy.map(deletedHolding).first { $0.contains(place) }
+    }
 }
 
 extension SyncEngine {
@@ -35,36 +53,72 @@ extension SyncEngine {
         case .cloud:
             return .cloudVersion(at: try moveToVersions(path, filedUnder: path, expected: expected), size: expected.size)
         case .local:
-            let place = RootMarkers.deletedHolding.appending(path)
-            return try removeLocalFile(path, expected: expected, keepingAt: place) ? .localFile(at: place) : .nothing
+            return try removeLocalFile(path, expected: expected, keeping: true).map { .localFile(at: $0) } ?? .nothing
         }
     }
 
-    /// Moves the checked file at `aside` (which was `path`) to `place` in the holding folder.
-    /// False when it cannot be kept (a name there taken by a folder, the disk refusing): it
-    /// is then removed, as it was before the guard kept anything.
-    func keepRemoved(_ aside: RelativePath, of path: RelativePath, at place: RelativePath) -> Bool {
-        do {
-            // Only the owner may go in: a file kept there must not become readable through it
-            // when the folder it came from was closed to others.
-            if try local.metadata(of: RootMarkers.deletedHolding) == nil {
-                try local.makeDirectory(RootMarkers.deletedHolding, mode: 0o700)
-            }
-            try makeDirectories(place.parent, in: local)
+    /// Moves the checked file at `aside` (which was `path`) to its path in the first holding
+    /// folder with room for it (see `deletedHoldingCount`), and returns where. Nil when it
+    /// cannot be kept (the disk refusing): it is then removed, as it was before the guard
+    /// kept anything.
+    func keepRemoved(_ aside: RelativePath, of path: RelativePath) -> RelativePath? {
+        for number in 1...RootMarkers.deletedHoldingCount {
+            let holding = RootMarkers.deletedHolding(number), place = holding.appending(path)
             do {
-                try local.rename(aside, to: place, replacing: false)
-            } catch let error as SystemError where error.errno == .fileExists {
-                // The same path deleted again within the window: the later deletion is the
-                // one a revert brings back.
-                try local.removeFile(place)
-                state.withLock { $0.appliedDeletions.forget(keptAt: .localFile(at: place)) }
-                try local.rename(aside, to: place, replacing: false)
+                try keep(aside, at: place, in: holding)
+                return place
+            } catch where number < RootMarkers.deletedHoldingCount && isNameTaken(place, in: holding) {
+                continue
+            } catch {
+                log.warning("could not keep \(path) in \(holding) while the mass-delete guard may still undo its deletion (\(error)); it is removed")
+                return nil
             }
-            return true
-        } catch {
-            log.warning("could not keep \(path) in \(RootMarkers.deletedHolding) while the mass-delete guard may still undo its deletion (\(error)); it is removed")
-            return false
         }
+        return nil
+    }
+
+    private func keep(_ aside: RelativePath, at place: RelativePath, in holding: RelativePath) throws {
+        // Only the owner may go in: a file kept there must not become readable through it
+        // when the folder it came from was closed to others.
+        if try local.metadata(of: holding) == nil {
+            try local.makeDirectory(holding, mode: 0o700)
+        }
+        // Each folder in it has the mode of the folder it stands for, which a revert after a
+        // restart gives back (owner rwx added, so that Nimbus can work in it).
+        try makeLocalFolders(place.parent, extraMode: 0o700) { holding.relative($0) ?? $0 }
+        do {
+            try local.rename(aside, to: place, replacing: false)
+        } catch let error as SystemError where error.errno == .fileExists {
+            // The same path deleted again within the window: the later deletion is the
+            // one a revert brings back.
+            guard try local.metadata(of: place)?.kind != .directory else { throw error }
+            try local.removeFile(place)
+            state.withLock { $0.appliedDeletions.forget(keptAt: .localFile(at: place)) }
+            try local.rename(aside, to: place, replacing: false)
+        }
+    }
+
+    /// Whether `place` cannot be had in `holding` because a name on the way is taken by the
+    /// other kind: a file where a folder is needed, or a folder at `place` itself.
+    private func isNameTaken(_ place: RelativePath, in holding: RelativePath) -> Bool {
+        if (try? local.metadata(of: place))?.kind == .directory { return true }
+        var folder = place.parent
+        while folder != holding, holding.contains(folder) {
+            if let kind = (try? local.metadata(of: folder))?.kind, kind != .directory { return true }
+            folder = folder.parent
+        }
+        return false
+    }
+
+    /// Makes the missing folders down to `folder` in the local folder, each with the mode
+    /// (plus `extraMode`) of the folder `model` names for it when that is one, else 0755.
+    func makeLocalFolders(_ folder: RelativePath, extraMode: UInt32 = 0,
+                          modelledOn model: (RelativePath) -> RelativePath) throws {
+        if try folder.isRoot || local.metadata(of: folder)?.kind == .directory { return }
+        try makeLocalFolders(folder.parent, extraMode: extraMode, modelledOn: model)
+        let original = try local.metadata(of: model(folder))
+        let mode = original.flatMap { $0.kind == .directory ? $0.mode | extraMode : nil } ?? 0o755
+        do { try local.makeDirectory(folder, mode: mode) } catch let e as SystemError where e.errno == .fileExists {}
     }
 
     /// When the next kept local file is due to go (nil: none, or only held ones).
@@ -96,8 +150,9 @@ extension SyncEngine {
             } catch {
                 log.warning("could not remove \(place) from the local folder: \(error)")
             }
+            guard let holding = RootMarkers.deletedHolding(containing: place) else { continue }
             var folder = place.parent
-            while RootMarkers.deletedHolding.contains(folder), folders.insert(folder).inserted { folder = folder.parent }
+            while holding.contains(folder), folders.insert(folder).inserted { folder = folder.parent }
         }
         for folder in folders.sorted(by: { $0.depth > $1.depth }) { try? local.removeDirectory(folder) }
     }
@@ -148,7 +203,10 @@ extension SyncEngine {
     /// which goes. Returns where it is.
     private func bringBackKept(_ place: RelativePath, at path: RelativePath) throws -> RelativePath {
         do {
-            try makeDirectories(path.parent, in: local)
+            // A folder that went with it comes back with its own mode, kept by its stand-in
+            // in the holding folder (after a restart, nothing else remembers it).
+            let holding = RootMarkers.deletedHolding(containing: place) ?? RootMarkers.deletedHolding
+            try makeLocalFolders(path.parent) { holding.appending($0) }
             return try putBackKept(place, at: path)
         } catch where !path.parent.isRoot {
             let top = try RelativePath.root.appending(name: path.name)
@@ -168,17 +226,21 @@ extension SyncEngine {
     }
 
     private func removeEmptyHoldingFolders(above place: RelativePath) {
+        guard let holding = RootMarkers.deletedHolding(containing: place) else { return }
         var folder = place.parent
-        while RootMarkers.deletedHolding.contains(folder) {
+        while holding.contains(folder) {
             guard (try? local.removeDirectory(folder)) != nil else { break }
             folder = folder.parent
         }
     }
 
-    /// At start: the files a crash left in the holding folder count as deletions applied
-    /// now (see the top of this file); its empty folders go.
+    /// At start: the files a crash left in the holding folders count as deletions applied
+    /// now (see the top of this file); their empty folders go.
     func adoptKeptDeletions() {
-        let holding = RootMarkers.deletedHolding
+        for number in 1...RootMarkers.deletedHoldingCount { adoptKeptDeletions(in: RootMarkers.deletedHolding(number)) }
+    }
+
+    private func adoptKeptDeletions(in holding: RelativePath) {
         guard let folder = try? local.metadata(of: holding), folder.kind == .directory else { return }
         let now = clock.monotonicNow
         do {

@@ -2,10 +2,10 @@ import NimbusCore
 import NimbusVocabulary
 
 /// How a guarded removal of a local file ended.
-enum GuardedRemoval {
+enum GuardedRemoval: Equatable {
     case removed
-    /// Out of its folder, kept at the place asked for (see `keepRemoved`).
-    case kept
+    /// Out of its folder, kept at this place in a holding folder (see `keepRemoved`).
+    case kept(at: RelativePath)
     /// The file was not as expected once out of reach: it is back at its name (or kept as a
     /// conflict copy beside it when the name was taken meanwhile).
     case changed
@@ -22,20 +22,20 @@ extension SyncEngine {
     /// then its metadata (a writer that closed before that check has written what it wrote,
     /// which the metadata shows). Only then is it removed.
     ///
-    /// With `keepingAt`, a file that passed the checks is moved there instead of removed
-    /// (a deletion the mass-delete guard may still undo, `keepRemoved`).
+    /// With `keeping`, a file that passed the checks is moved to a holding folder instead of
+    /// removed (a deletion the mass-delete guard may still undo, `keepRemoved`).
     ///
     /// A crash before the removal leaves it at a temporary name, which the next start sweeps:
     /// it equals the base there, and the base is kept on the other side or in the versions store.
     func removeGuarded(_ path: RelativePath, expected: FileMetadata, tag: String,
-                       checkingWriters: Bool, keepingAt place: RelativePath? = nil) throws -> GuardedRemoval {
+                       checkingWriters: Bool, keeping: Bool = false) throws -> GuardedRemoval {
         let aside = try path.parent.appending(name: TemporaryName.prefix + Array(tag.utf8) + Array(path.name.prefix(200)))
         try local.rename(path, to: aside, replacing: false)
         let outcome: GuardedRemoval
         if checkingWriters && local.isOpenForWriting(aside) {
             outcome = .openForWriting
         } else if let moved = try local.metadata(of: aside), moved.isUnchanged(from: expected) {
-            if let place, keepRemoved(aside, of: path, at: place) { return .kept }
+            if keeping, let place = keepRemoved(aside, of: path) { return .kept(at: place) }
             try local.removeFile(aside)
             return .removed
         } else {
@@ -72,16 +72,16 @@ extension SyncEngine {
     }
 
     /// Removes the local file at `path`, which the plan saw as `expected` (nil: as it is now),
-    /// unless a program has it open for writing or changed it since. With `keepingAt`, it is
-    /// moved there instead when it can be; true when it was.
+    /// unless a program has it open for writing or changed it since. With `keeping`, it is
+    /// moved to a holding folder instead when it can be; returns where it was.
     @discardableResult
-    func removeLocalFile(_ path: RelativePath, expected: FileMetadata?, keepingAt place: RelativePath? = nil) throws -> Bool {
+    func removeLocalFile(_ path: RelativePath, expected: FileMetadata?, keeping: Bool = false) throws -> RelativePath? {
         // A file visibly in use is not even moved: a program saving it meanwhile would find its name gone.
         try ensureNotOpenForWriting(path)
-        guard let expected = try expected ?? local.metadata(of: path) else { return false }
-        switch try removeGuarded(path, expected: expected, tag: "remove-", checkingWriters: true, keepingAt: place) {
-        case .removed: return false
-        case .kept: return true
+        guard let expected = try expected ?? local.metadata(of: path) else { return nil }
+        switch try removeGuarded(path, expected: expected, tag: "remove-", checkingWriters: true, keeping: keeping) {
+        case .removed: return nil
+        case .kept(let place): return place
         case .changed: throw ChangedSincePlanned(path: path, side: .local)
         case .openForWriting: throw CopyError.destinationInUse(path)
         }

@@ -147,6 +147,9 @@ import NimbusVocabulary
         }
         #expect(missing.isEmpty, "\(missing.count) files not brought back, e.g. \(missing.prefix(5))")
         #expect(pair.local.snapshot()[Self.holding] == nil)
+        restarted.sync(nil)
+        #expect(pair.local.snapshot()[rp("d0")]?.metadata.mode == 0o750 && pair.cloud.snapshot()[rp("d0")]?.metadata.mode == 0o750,
+                "a folder deleted before the stop comes back with its own mode")
     }
 
     /// A kept file whose folder's name is taken by a file by the time of the revert comes back
