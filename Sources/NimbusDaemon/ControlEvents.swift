@@ -98,13 +98,14 @@ struct ControlEventFanOut {
             params.setFrom(WirePath(from))
             params.side = side == .local ? "local" : "cloud"
             return params
-        case .deletionsHeld(let side, let held, _):
+        case .deletionsHeld(let side, let held, let applied):
             let sorted = held.sorted()
             var params = EventParams(type: "deletions-held", timeNs: wall)
             if let first = sorted.first { params.setPath(WirePath(first)) }
             params.side = side == .local ? "local" : "cloud"
             params.count = held.count
             params.paths = sorted.prefix(heldPathsShown).map { WirePath($0).text }
+            params.keptDeletes = applied > 0 ? applied : nil
             return params
         case .fetchesRefused(let path, let limit, let program):
             var params = EventParams(type: "fetches-refused", timeNs: wall)

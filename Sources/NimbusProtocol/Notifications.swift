@@ -15,9 +15,12 @@ public enum NotificationMethod: String, Sendable, CaseIterable, Codable {
 ///   `cloud`), following a deletion in the other; a cloud file goes to the versions store;
 /// - `renamed`: `from`, `path`, `side` — the daemon renamed `from` to `path` in the `side`
 ///   folder, following a rename in the other;
-/// - `deletions-held`: `side`, `count`, `paths`, `path` — the mass-delete guard holds `count`
-///   deletions in the `side` folder until `confirmDeletes` or `revertDeletes`; `paths` are the
-///   first few (texts for people), `path` the first (exact, with `pathBytes` when needed);
+/// - `deletions-held`: `side`, `count`, `paths`, `path`, `keptDeletes` — the mass-delete guard
+///   holds `count` deletions in the `side` folder until `confirmDeletes` or `revertDeletes`;
+///   `paths` are the first few (texts for people), `path` the first (exact, with `pathBytes`
+///   when needed); `keptDeletes` (absent when none) counts the deletions made there just
+///   before, within the guard's window, which are kept and which `revertDeletes` undoes too
+///   (`status.keptDeletes`);
 /// - `fetches-refused`: `path`, `limit`, `program` (when known) — opens of not-downloaded files
 ///   came faster than `limit` a minute and are refused for now; `program` opened `path`;
 /// - `overflow`: events were dropped because they came faster than the daemon could send
@@ -42,6 +45,8 @@ public struct EventParams: Codable, Sendable, Equatable {
     /// `deletions-held`: how many deletions are held, and the first few of their paths.
     public var count: Int?
     public var paths: [String]?
+    /// `deletions-held`: how many deletions applied just before are kept (nil: none).
+    public var keptDeletes: Int?
     /// `fetches-refused`: the limit (opens a minute) and the program that opened `path`.
     public var limit: Int?
     public var program: String?

@@ -200,6 +200,10 @@ struct RenderTests {
         held.count = 1
         held.paths = ["a"]
         #expect(Render.event(held, plain)?.hasPrefix("22:13:20  ‖ 1 deletion held here, more at once than the safety limit allows: a; ") == true)
+        held.keptDeletes = 131
+        #expect(Render.event(held, plain) == "22:13:20  ‖ 1 deletion held here, more at once than the safety limit allows: a; "
+                + "and 131 deletions of the same kind applied just before, kept; 'nimbusctl confirm-deletes' applies them, "
+                + "'nimbusctl revert-deletes' restores the files, those deleted just before too")
         var refused = EventParams(type: "fetches-refused", timeNs: ns(0))
         refused.setPath(WirePath("my photos/a.jpg"))
         refused.limit = 60

@@ -37,6 +37,9 @@ extension ControlServerTests {
         #expect(held.type == "deletions-held" && held.side == "cloud" && held.count == 12)
         #expect(held.paths == (0..<10).map { "dir/file-" + String(format: "%02d", $0) }, "the first ten, in order")
         #expect(held.path == "dir/file-00" && held.timeNs == wall.nanoseconds)
+        #expect(held.keptDeletes == nil, "nothing applied just before: no count")
+        let withKept = try #require(ControlEventFanOut.event(.deletionsHeld(on: .local, paths, alreadyApplied: 131), wall: wall))
+        #expect(withKept.keptDeletes == 131, "the deletions applied just before and kept, as status.keptDeletes counts them")
         let refused = try #require(ControlEventFanOut.event(
             .fetchesRefused(try RelativePath(validating: "photos/a.jpg"), limit: 60, program: "tracker-miner-f"), wall: wall))
         #expect(refused.type == "fetches-refused" && refused.path == "photos/a.jpg")

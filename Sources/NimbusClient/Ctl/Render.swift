@@ -236,8 +236,10 @@ enum Render {
             let shown = e.paths ?? (e.path.map { [$0] } ?? [])
             let more = count > shown.count ? " and \(count - shown.count) more" : ""
             let list = shown.isEmpty ? "" : ": " + shown.joined(separator: ", ") + more
-            return "\(time)  \(c.paint("‖", .yellow)) \(Format.count(count, "deletion")) \(folder), more at once than the safety limit allows\(list); "
+            let kept = e.keptDeletes.map { "; and \(Format.count($0, "deletion")) of the same kind applied just before, kept" } ?? ""
+            return "\(time)  \(c.paint("‖", .yellow)) \(Format.count(count, "deletion")) \(folder), more at once than the safety limit allows\(list)\(kept); "
                 + c.cite("confirm-deletes") + " applies them, " + c.cite("revert-deletes") + " restores the files"
+                + (e.keptDeletes == nil ? "" : ", those deleted just before too")
         case "fetches-refused":
             let who = e.program.map { "\($0) opened \(path)" } ?? "the last was \(path)"
             let limit = e.limit.map { " = \($0) a minute" } ?? ""
