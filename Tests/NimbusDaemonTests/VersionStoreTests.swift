@@ -109,4 +109,21 @@ import NimbusSystem
         let newest = try pair.engine.restorePlan(rp("a.txt"), versionID: nil, at: nil, to: nil)
         #expect(newest.map(\.version.metadata.size) == [10])
     }
+
+    /// The count `status` shows is not only what this run kept: a restarted engine counts
+    /// the store (the versions kept before the stop included).
+    @Test func theCountForStatusIncludesVersionsKeptBeforeARestart() throws {
+        let pair = Pair()
+        try pair.local.write(rp("a"), Array("v0".utf8))
+        pair.engine.start()
+        for i in 1...3 {
+            try pair.local.write(rp("a"), Array("v\(i)!".utf8))
+            pair.sync()
+        }
+        #expect(pair.engine.status.versionsCount == 3)
+        let restarted = SyncEngine(local: pair.local, cloud: pair.cloud, store: pair.store, records: pair.store.committed, clock: pair.clock,
+                                   settings: pair.engine.settings, log: .silent, rootNames: ("L", "C"))
+        restarted.start()
+        #expect(restarted.status.versionsCount == 3 && restarted.status.versionsBytes == 2 + 3 + 3)
+    }
 }
