@@ -21,20 +21,6 @@ struct ChangedSincePlanned: Error, CustomStringConvertible {
 }
 
 extension SyncEngine {
-    /// A copy written to a temporary file, waiting for the batch's flush before it is installed.
-    struct PendingInstall {
-        var path: RelativePath
-        var side: Side
-        var prepared: PreparedCopy
-        var replacing: FileMetadata?
-        var source: FileMetadata
-        /// Where a placeholder goes (`NAME.nimbus`); nil for a copy of `source` itself.
-        var placeholder: RelativePath?
-        /// The new folder whose staging folder holds the copy (`FolderStaging`); nil for a
-        /// copy in a temporary file of its own.
-        var stagedIn: RelativePath? = nil
-    }
-
     /// Executes a plan in order. Returns the paths to look at again at once. The folders it
     /// works in are opened once for the plan, not once per operation (`DirectoryCache`).
     func execute(_ plan: Plan) -> Set<RelativePath> {
@@ -155,98 +141,6 @@ extension SyncEngine {
         }
     }
 
-    /// With `staged`, the copy is made there, in the staging folder of `stagedIn` (a new folder).
-    func copy(_ path: RelativePath, to side: Side, source: FileMetadata, replacing: FileMetadata?,
-              staged: (path: RelativePath, in: RelativePath)? = nil, batch: inout [PendingInstall]?) throws {
-        if side == .local && replacing != nil { try ensureOwnUploadWasKept(path) }
-        let destination = system(side)
-        setTransient(path, side == .cloud ? .uploading(progress: 0) : .downloading(progress: 0))
-        let size = max(source.size, 1)
-        let prepared: PreparedCopy
-        do {
-            let progress = { [weak self] (done: Int64) in
-                self?.heartbeat()
-                self?.setTransient(path, side == .cloud ? .uploading(progress: Double(done) / Double(size))
-                                                        : .downloading(progress: Double(done) / Double(size)))
-            }
-            if let staged {
-                prepared = try destination.prepareCopy(of: path, from: system(side.other), expected: source,
-                                                       staged: staged.path, durable: batch == nil, progress: progress)
-            } else {
-                prepared = try destination.prepareCopy(of: path, from: system(side.other), expected: source,
-                                                       durable: batch == nil, progress: progress)
-            }
-        } catch {
-            if side == .local { leftoverCopiesPossible.store(true, ordering: .relaxed) }
-            throw error
-        }
-        let pending = PendingInstall(path: path, side: side, prepared: prepared, replacing: replacing, source: source,
-                                     stagedIn: staged?.in)
-        if batch != nil {
-            batch!.append(pending)
-        } else {
-            try install(pending, durable: true)
-        }
-    }
-
-    /// Returns the local file's metadata as the new base records it (nil for a placeholder):
-    /// what `clearTransient` describes, without reading it again.
-    @discardableResult
-    func install(_ pending: PendingInstall, durable: Bool) throws -> FileMetadata? {
-        if let file = pending.placeholder {
-            try installPlaceholder(pending, at: file, durable: durable)
-            return nil
-        }
-        let fs = system(pending.side)
-        let displaced = pending.side == .cloud && pending.replacing != nil
-            ? VersionStore(device: settings.deviceName).location(for: pending.path, at: clock.wallNow) : nil
-        let installed: FileMetadata
-        var hash: ContentHash?
-        let fresh = isFresh(pending.source)
-        do {
-            // A fresh mtime may hide a same-size rewrite in the same tick, and a shared network
-            // cloud is checked by content before each replace: keep the hash of exactly what was
-            // copied (computed from the source during the copy where the destination asked for
-            // it, else read from the temporary file, which nobody else touches).
-            if fresh || verifiesCloudContent {
-                hash = try pending.prepared.contentHash ?? fs.contentHash(of: pending.prepared.temporary)
-            }
-            if pending.side == .local { markState(.downloaded, of: pending.prepared.temporary, isUnmarked: true) }
-            let expectedHash = pending.side == .cloud && pending.replacing != nil ? expectedCloudHash(pending.path) : nil
-            installed = try fs.install(pending.prepared, at: pending.path, replacing: pending.replacing,
-                                       expectedHash: expectedHash, displacedTo: displaced, durable: durable)
-        } catch {
-            fs.discard(pending.prepared)
-            if pending.side == .local { leftoverCopiesPossible.store(true, ordering: .relaxed) }
-            throw error
-        }
-        return recordInstalled(pending, installed: installed, hash: hash, displaced: displaced != nil)
-    }
-
-    /// The bookkeeping of a copy now at its name (installed, or published with its folder):
-    /// the base with `installed` (what was written) and `hash`, the local file's mark, the
-    /// counters. Returns the local file's metadata as the new base records it.
-    func recordInstalled(_ pending: PendingInstall, installed: FileMetadata, hash: ContentHash?,
-                         displaced: Bool) -> FileMetadata {
-        let fresh = isFresh(pending.source)
-        let base = pending.side == .cloud ? BaseEntry(local: pending.source, cloud: installed, hash: hash, isAmbiguous: fresh)
-                                          : BaseEntry(local: installed, cloud: pending.source, hash: hash, isAmbiguous: fresh)
-        updateRecord(pending.path, creating: base) {
-            $0.base = base
-            $0.isPlaceholder = false  // Real content on both sides now.
-        }
-        // A file new to the cloud is mostly unmarked too; one that carries the mark already (a
-        // copy made with `cp -a`) gets it written again, which is harmless.
-        if pending.side == .cloud { markState(.downloaded, of: pending.path, isUnmarked: pending.replacing == nil) }
-        noteInstalled(pending.path, on: pending.side, hash: hash)
-        if displaced, let replaced = pending.replacing { noteVersionKept(size: replaced.size) }
-        state.withLock {
-            $0.status.filesCopied += 1
-            $0.status.bytesCopied += pending.prepared.bytesCopied
-        }
-        return base.local
-    }
-
     /// A cloud entry is moved to the versions store; a local one (which equals the base,
     /// already checked) is removed, unless a program has it open for writing or changed it
     /// meanwhile (`removeLocalFile`). On a shared
@@ -326,55 +220,6 @@ extension SyncEngine {
         case (nil, nil): return
         case let (c?, e?) where c.isUnchanged(from: e): return
         default: throw ChangedSincePlanned(path: path, side: side)
-        }
-    }
-
-    func handle(_ error: any Error, for action: Action, again: inout Set<RelativePath>) {
-        let path = action.path
-        switch error {
-        case is ChangedSincePlanned, CopyError.destinationChanged:
-            log.info("\(error)")
-            again.insert(path)
-        case CopyError.notTheSyncedVersion(let replaced, let keptAt):
-            anotherDeviceReplaced(replaced, keptAt: keptAt)
-            again.insert(path)
-        case CopyError.sourceChanged:
-            log.info("\(error)")
-            scheduleRetry(path, error: "\(error)")
-        case CopyError.destinationInUse:
-            // Asked again every second (a lease probe costs little): once the program closes
-            // the file, the path is planned afresh, and a write it made meanwhile is a conflict.
-            log.info("\(error)")
-            scheduleRetry(path, error: "\(error)", delay: .seconds(1))
-        default:
-            let message = Self.explain(error, action: action)
-            log.error(message)
-            setTransient(path, .error(message))
-            publishState(of: path)
-            emit(.error(path, message))
-            scheduleRetry(path, error: message)
-            state.withLock { $0.status.lastError = message }
-        }
-    }
-
-    /// Plain English: what failed, why, and what to do.
-    static func explain(_ error: any Error, action: Action) -> String {
-        let side = action.side.map { "the \($0) folder" } ?? "the journal"
-        let what = "\(action.path) in \(side)"
-        guard let e = error as? SystemError else { return "cannot sync \(what): \(error)" }
-        switch e.errno {
-        case .noSpace, .quotaExceeded:
-            return "cannot write \(what): the disk is full. Free some space; sync resumes by itself."
-        case .permissionDenied, .notPermitted:
-            return "cannot \(e.operation) \(what): permission denied. Check the owner and permissions of \(e.path); sync retries by itself."
-        case .readOnlyFileSystem:
-            return "cannot write \(what): the filesystem is read-only. Remount it read-write; sync retries by itself."
-        case .nameTooLong:
-            return "cannot create \(what): the name is too long for that filesystem. Rename it."
-        case .tooManySymlinks, .crossDevice:
-            return "refusing \(what): a folder on the way is a symlink or a mount point, which Nimbus never follows."
-        default:
-            return "cannot \(e.operation) \(what): \(e.errno). Sync retries by itself."
         }
     }
 }

@@ -1,0 +1,55 @@
+import NimbusCore
+import NimbusSystem
+import NimbusVocabulary
+
+/// What the executor does when an action fails: look again, retry, or report.
+extension SyncEngine {
+    func handle(_ error: any Error, for action: Action, again: inout Set<RelativePath>) {
+        let path = action.path
+        switch error {
+        case is ChangedSincePlanned, CopyError.destinationChanged:
+            log.info("\(error)")
+            again.insert(path)
+        case CopyError.notTheSyncedVersion(let replaced, let keptAt):
+            anotherDeviceReplaced(replaced, keptAt: keptAt)
+            again.insert(path)
+        case CopyError.sourceChanged:
+            log.info("\(error)")
+            scheduleRetry(path, error: "\(error)")
+        case CopyError.destinationInUse:
+            // Asked again every second (a lease probe costs little): once the program closes
+            // the file, the path is planned afresh, and a write it made meanwhile is a conflict.
+            log.info("\(error)")
+            scheduleRetry(path, error: "\(error)", delay: .seconds(1))
+        default:
+            let message = Self.explain(error, action: action)
+            log.error(message)
+            setTransient(path, .error(message))
+            publishState(of: path)
+            emit(.error(path, message))
+            scheduleRetry(path, error: message)
+            state.withLock { $0.status.lastError = message }
+        }
+    }
+
+    /// Plain English: what failed, why, and what to do.
+    static func explain(_ error: any Error, action: Action) -> String {
+        let side = action.side.map { "the \($0) folder" } ?? "the journal"
+        let what = "\(action.path) in \(side)"
+        guard let e = error as? SystemError else { return "cannot sync \(what): \(error)" }
+        switch e.errno {
+        case .noSpace, .quotaExceeded:
+            return "cannot write \(what): the disk is full. Free some space; sync resumes by itself."
+        case .permissionDenied, .notPermitted:
+            return "cannot \(e.operation) \(what): permission denied. Check the owner and permissions of \(e.path); sync retries by itself."
+        case .readOnlyFileSystem:
+            return "cannot write \(what): the filesystem is read-only. Remount it read-write; sync retries by itself."
+        case .nameTooLong:
+            return "cannot create \(what): the name is too long for that filesystem. Rename it."
+        case .tooManySymlinks, .crossDevice:
+            return "refusing \(what): a folder on the way is a symlink or a mount point, which Nimbus never follows."
+        default:
+            return "cannot \(e.operation) \(what): \(e.errno). Sync retries by itself."
+        }
+    }
+}
