@@ -84,9 +84,11 @@ extension SyncEngine {
     /// recorded by the caller, `recordPublished`). Returns the staged folders published.
     func publish(_ staging: FolderStaging, batch: inout [PendingInstall], again: inout Set<RelativePath>) -> Set<RelativePath> {
         var published: Set<RelativePath> = []
+        var copies: [RelativePath: [Int]] = [:]
+        for index in batch.indices { if let folder = batch[index].stagedIn { copies[folder, default: []].append(index) } }
         for (folder, staged) in staging.roots {
             do {
-                for index in batch.indices where batch[index].stagedIn == folder && batch[index].prepared.contentHash == nil
+                for index in copies[folder] ?? [] where batch[index].prepared.contentHash == nil
                     && (isFresh(batch[index].source) || verifiesCloudContent) {
                     batch[index].prepared.contentHash = try cloud.contentHash(of: batch[index].prepared.temporary)
                 }
