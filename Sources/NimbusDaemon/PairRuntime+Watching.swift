@@ -133,10 +133,38 @@ extension PairRuntime {
         for watcher in watchers.values { watcher.stopGathering() }
     }
 
+    /// The folders that arrived by a rename, from outside the tree or from inside it.
+    static func foldersMovedIn(_ events: [WatchEvent]) -> Set<RelativePath> {
+        var folders = Set<RelativePath>()
+        for event in events where event.isDirectory {
+            switch event.kind {
+            case .movedTo, .moved: folders.insert(event.path)
+            default: break
+            }
+        }
+        return folders
+    }
+
+    /// Whether `path` is strictly beneath one of `folders`.
+    static func isBeneath(_ path: RelativePath, _ folders: Set<RelativePath>) -> Bool {
+        var folder = path.parent
+        while !folder.isRoot {
+            if folders.contains(folder) { return true }
+            folder = folder.parent
+        }
+        return false
+    }
+
     /// Turns watch events into batcher hints. Events are hints: the scan decides.
     func absorb(_ events: [WatchEvent], from side: Side) {
         let now = clock.monotonicNow
-        for event in events.pairingMoves() {
+        let events = events.pairingMoves()
+        let movedIn = Self.foldersMovedIn(events)
+        for event in events {
+            // What the watcher found in a folder moved in whole (a folder made elsewhere, an
+            // upload's staging folder published): the folder's own hint brings all of it in
+            // scope, with one listing, rather than a look and a pass per entry (issue 15).
+            if !movedIn.isEmpty, case .created = event.kind, Self.isBeneath(event.path, movedIn) { continue }
             switch event.kind {
             case .created where !event.isDirectory:
                 // A new file is usually still open for writing; links and symlinks are not.
