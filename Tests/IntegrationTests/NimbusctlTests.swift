@@ -69,6 +69,20 @@ struct NimbusctlTests {
         }
     }
 
+    /// Nimbus's own names in the local folder (its marker, the holding folder of kept
+    /// deletions) are not shown as the user's files: info and ls answer not found.
+    @Test func nimbusOwnNamesAreNotShown() async throws {
+        try await CtlDaemon.with { d in
+            try d.write(".nimbus-tmp-deleted/d/kept.txt", "deleted by a sync, kept for a while")
+            for own in [".nimbus-root", ".nimbus-tmp-deleted", ".nimbus-tmp-deleted/d/kept.txt"] {
+                let info = try await d.ctl(["--json", "info", own])
+                #expect(info.status == 1 && (try? info.json()["error"] as? [String: Any])?["name"] as? String == "not_found", "\(own): \(info)")
+            }
+            let ls = try await d.ctl(["ls", ".nimbus-tmp-deleted/d"])
+            #expect(ls.status == 1 && ls.stderr.contains("belongs to Nimbus itself"), "\(ls)")
+        }
+    }
+
     @Test func evictPinAndDownloadInMirrorMode() async throws {
         try await CtlDaemon.with { d in
             try d.write("a.txt", "hello")
