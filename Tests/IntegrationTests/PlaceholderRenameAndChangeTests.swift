@@ -18,16 +18,23 @@ extension PlaceholderIntegrationTests {
         let request = try BackgroundProcess(SyncHarness.nimbusctl, ["--socket", d.socketPath, "--json", "download", "big.bin"],
                                              environment: d.environment, scratch: s.root)
         defer { request.stop() }
-        try await d.eventually("the copy to start", timeout: .seconds(20), interval: .milliseconds(1)) {
-            !PlaceholderFiles.temporaryFiles(d.local).isEmpty || !request.isRunning ? nil : "no temporary file yet"
+        // Watched and changed from a thread of its own: a test task waits for the pool between
+        // two polls, and while other suites kept the pool busy that wait outlasted the copy
+        // ("nothing was tested", in a full run).
+        let (local, cloudFile) = (d.local, d.cloud + "/big.bin")
+        let changedMidCopy = try await Polling.blocking { () throws -> Bool in
+            guard Polling.spin(timeout: .seconds(20), interval: .milliseconds(1), until: {
+                !PlaceholderFiles.temporaryFiles(local).isEmpty || !request.isRunning
+            }) else { throw HarnessFailure("the copy did not start within 20 s: no temporary file in \(local)") }
+            let running = request.isRunning
+            // Rewritten in place, 16 bytes near the start (already copied by now).
+            let fd = open(cloudFile, O_WRONLY | O_CLOEXEC)
+            guard fd >= 0 else { throw HarnessFailure("cannot open \(cloudFile): \(String(cString: strerror(errno)))") }
+            let patch = Array("CHANGED IN CLOUD".utf8)
+            _ = patch.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 1000) }
+            close(fd)
+            return running
         }
-        let changedMidCopy = request.isRunning
-        // Rewritten in place, 16 bytes near the start (already copied by now).
-        let fd = open(d.cloud + "/big.bin", O_WRONLY | O_CLOEXEC)
-        try #require(fd >= 0)
-        let patch = Array("CHANGED IN CLOUD".utf8)
-        _ = patch.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 1000) }
-        close(fd)
         try await request.waitForExit(timeout: .seconds(60))
         #expect(changedMidCopy, "the download finished before the cloud change; nothing was tested")
         #expect(request.status == 0, "\(request.output)")
