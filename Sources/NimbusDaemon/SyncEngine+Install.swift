@@ -102,7 +102,7 @@ extension SyncEngine {
         // A file new to the cloud is mostly unmarked too; one that carries the mark already (a
         // copy made with `cp -a`) gets it written again, which is harmless.
         if pending.side == .cloud { markState(.downloaded, of: pending.path, isUnmarked: pending.replacing == nil) }
-        noteInstalled(pending.path, on: pending.side, hash: hash)
+        noteInstalled(pending.path, on: pending.side, hash: hash, created: pending.replacing == nil)
         if displaced, let replaced = pending.replacing { noteVersionKept(size: replaced.size) }
         state.withLock {
             $0.status.filesCopied += 1

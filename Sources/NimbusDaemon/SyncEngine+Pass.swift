@@ -30,6 +30,7 @@ extension SyncEngine {
         // changed under our feet (an expectation failed) or a conflict moved a file.
         var held = Set<RelativePath>()
         for _ in 0..<4 where !scope.isEmpty {
+            checkCreatesDue(in: scope)
             var views = gather(scope)
             let renamedFrom = renameSources(outside: scope, views)
             if scope != [.root] && views.needsWholeFolder {

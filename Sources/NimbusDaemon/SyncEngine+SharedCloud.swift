@@ -80,7 +80,9 @@ extension SyncEngine {
     /// Remembers an upload to a content-checked cloud. A download forgets it, unless it brought
     /// the same content back (an rclone mount shows other attributes for a file soon after its
     /// upload): that version is still only at its name, where a blind create can replace it.
-    func noteInstalled(_ path: RelativePath, on side: Side, hash: ContentHash?) {
+    /// `created`: the name was new in the cloud; where that create was not exclusive on the
+    /// server, the file is read again a few times (`checkCreatesDue`).
+    func noteInstalled(_ path: RelativePath, on side: Side, hash: ContentHash?, created: Bool = false) {
         let now = clock.wallNow
         state.withLock { s in
             guard side == .cloud, let hash, s.status.cloudWriteProtocol.verifiesContent else {
@@ -92,6 +94,70 @@ extension SyncEngine {
             if s.recentUploads.count > 1_000 {
                 s.recentUploads = s.recentUploads.filter { now - $0.value.at < Self.uploadMemory }
             }
+            if created && s.status.cloudWriteProtocol.create == .exclusiveOpen {
+                let due = clock.monotonicNow + Self.createCheckDelays[0]
+                s.createChecks[path] = (hash, due, 0)
+                s.retries[path] = min(s.retries[path] ?? due, due)
+            }
+        }
+    }
+
+    /// When a file this device created in a cloud without exclusive creates is read again,
+    /// after its upload: another device's create of the same name lands when its upload ends,
+    /// moments later on a LAN, seconds later on a loaded or distant one.
+    static var createCheckDelays: [Duration] { [.seconds(2), .seconds(10), .seconds(60)] }
+
+    /// Reads again the files created here whose check is due, in `scope`, before the pass
+    /// looks at them. Another device that created the same name at the same moment may have
+    /// replaced this device's upload blindly (an rclone mount: WebDAV has no exclusive create,
+    /// and rclone checks `O_EXCL` against its own view of the folder). When its version has
+    /// the same size and second as ours, which an rclone mount shows with the same inode (it
+    /// numbers them by path), nothing in the attributes tells, and this device took the other
+    /// version for its own: the two trees differed for good, and this device's version was
+    /// only in its local folder, taken for synced (SharedCloudRandomTests on rclone waited for
+    /// it forever). Such a path is marked changed on both sides, so the pass keeps both: a
+    /// conflict, as when the replacement is seen before a download (`ensureOwnUploadWasKept`).
+    func checkCreatesDue(in scope: [RelativePath]) {
+        let now = clock.monotonicNow
+        let due = state.withLock { s in
+            s.createChecks.filter { path, check in check.due <= now && scope.contains { $0.contains(path) } }
+        }
+        for (path, check) in due.sorted(by: { $0.key < $1.key }) {
+            let base = state.withLock { s -> BaseEntry? in
+                let next = check.check + 1 < Self.createCheckDelays.count ? now + Self.createCheckDelays[check.check + 1] : nil
+                s.createChecks[path] = next.map { (check.hash, $0, check.check + 1) }
+                if let next { s.retries[path] = min(s.retries[path] ?? next, next) }
+                return s.index[path]?.base
+            }
+            // No longer our version (changed here or there since): nothing more to check.
+            guard let base, base.kind == .file, base.hash == check.hash else {
+                state.withLock { _ = $0.createChecks.removeValue(forKey: path) }
+                continue
+            }
+            // Other attributes in the cloud: the pass sees a change there, and a download
+            // checks what it replaces (`ensureOwnUploadWasKept`). What cannot be read is
+            // looked at again at the next check.
+            guard let current = try? cloud.metadata(of: path), current.isUnchanged(from: base.cloud),
+                  let hash = try? cloud.contentHash(of: path), hash != check.hash,
+                  (try? isKeptInVersions(path, check.hash)) == false else { continue }
+            updateRecord(path) { record in
+                record.base.local.mtime = BaseEntry.replacedElsewhereMtime
+                record.base.cloud.mtime = BaseEntry.replacedElsewhereMtime
+                record.base.hash = nil
+                record.base.isAmbiguous = false
+            }
+            state.withLock { s in
+                s.createChecks[path] = nil
+                s.recentUploads[path] = nil
+            }
+            log.notice("conflict on \(path): the file this device created was replaced in the cloud folder without being kept (another device created the same name at the same moment, which this filesystem cannot refuse); this device's version is kept as a conflict")
+        }
+    }
+
+    /// Whether a version of `path` with content `hash` is in the versions store.
+    func isKeptInVersions(_ path: RelativePath, _ hash: ContentHash) throws -> Bool {
+        try VersionStore(device: settings.deviceName).versions(of: path, in: cloud).contains { version in
+            version.metadata.size == hash.size && (try? cloud.contentHash(of: version.location)) == hash
         }
     }
 
@@ -114,11 +180,7 @@ extension SyncEngine {
         // can still replace it.
         if (try? cloud.contentHash(of: path)) == upload.hash { return }
         // Kept by whoever replaced it: nothing is lost, and nothing more can be.
-        let versions = try VersionStore(device: settings.deviceName).versions(of: path, in: cloud)
-        let kept = versions.contains { version in
-            version.metadata.size == upload.hash.size && (try? cloud.contentHash(of: version.location)) == upload.hash
-        }
-        if kept {
+        if try isKeptInVersions(path, upload.hash) {
             state.withLock { _ = $0.recentUploads.removeValue(forKey: path) }
             return
         }

@@ -73,6 +73,9 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
         /// A local marker was written and the local filesystem not flushed since: the
         /// journal's next commit waits for that flush (`RootMarkers.check`).
         var localMarkerAwaitsFlush = false
+        /// Files this device created in a cloud whose creates are not exclusive on the server,
+        /// to read again when due (`checkCreatesDue`): the hash written and which check is next.
+        var createChecks: [RelativePath: (hash: ContentHash, due: MonotonicInstant, check: Int)] = [:]
     }
 
     public init(local: FS, cloud: FS, store: any RecordStore, records: [RelativePath: PathRecord],
