@@ -141,14 +141,20 @@ final class NetworkCloudServers {
     }
 
     /// `rclone mount` of the WebDAV server on `mountPoint` with its VFS cache in a folder of its
-    /// own, and `options`; returns once mounted.
+    /// own, and `options`; returns once mounted. `NIMBUS_IT_RCLONE_ARGS` adds arguments to every
+    /// mount, `{n}` standing for the mount's number, to look into a stall or a lost version:
+    /// `-vv --log-format date,time,microseconds` times each FUSE operation in `mount-N.log`
+    /// (kept on failure), and `--rc --rc-addr 127.0.0.1:557{n} --rc-no-auth` serves rclone's
+    /// goroutines at `/debug/pprof/goroutine?debug=2` while the test runs.
     func mountRclone(at mountPoint: String, options: [String]) async throws {
         guard let webdavPort else { throw sandbox.failure("startWebDAV() first") }
         try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
         let cache = try sandbox.folder("rclone-cache-\(mounts.count)")
+        let extra = (ProcessInfo.processInfo.environment["NIMBUS_IT_RCLONE_ARGS"] ?? "")
+            .replacingOccurrences(of: "{n}", with: "\(mounts.count)").split(separator: " ").map(String.init)
         try await startMount(SyncHarness.tool("rclone"),
                              ["mount", ":webdav:", mountPoint, "--webdav-url", "http://127.0.0.1:\(webdavPort)",
-                              "--config", "/dev/null", "--cache-dir", cache] + options, at: mountPoint)
+                              "--config", "/dev/null", "--cache-dir", cache] + options + extra, at: mountPoint)
     }
 
     /// Runs a FUSE client in the foreground and waits until `mountPoint` is mounted.
