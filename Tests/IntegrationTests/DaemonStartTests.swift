@@ -67,7 +67,9 @@ struct DaemonStartTests {
         let process = try BackgroundProcess(NimbusdProcess.nimbusd, arguments(root, local: root + "/paired", cloud: root + "/mnt/share", name: "waits"),
                                             environment: environment, scratch: root)
         defer { process.stop() }
-        try await Polling.eventually("the daemon to answer while it waits for the cloud folder") {
+        // Generous, as for any start (CtlDaemon.start): 15 s passed in a loaded full run before
+        // the daemon listened; the wait ends as soon as it answers.
+        try await Polling.eventually("the daemon to answer while it waits for the cloud folder", timeout: .seconds(90)) {
             guard process.isRunning else { return "exited: \(process.exitDescription)" }
             let result = try await Polling.blocking {
                 try CtlHarness.run(NimbusdProcess.nimbusctl, ["--socket", root + "/waits.sock", "--json", "status"],

@@ -96,7 +96,9 @@ struct StatusTruthTests {
             let human = try d.background(["watch"], separateErrors: true)
             defer { json.stop(); human.stop() }
             var written: [String] = []
-            try await Polling.eventually("both watchers to report a new file") {
+            // Until both `watch` processes have connected: a new file every half second, for up
+            // to a minute (15 s passed in a loaded full run, the human one not yet connected).
+            try await Polling.eventually("both watchers to report a new file", timeout: .seconds(60), interval: .milliseconds(500)) {
                 let name = "w\(written.count).txt"
                 try d.write(name, "x", side: "cloud")
                 written.append(name)
