@@ -1,14 +1,11 @@
 import Testing
 import Glibc
+import NimbusTestSupport
 
 // File operations on byte paths (names need not be UTF-8) and tree snapshots, written directly
 // on Glibc so that the tests check the daemon with code independent of the daemon's own.
 
 enum SyncFiles {
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
-    }
-
     static func join(_ root: String, _ relative: [UInt8]) -> [UInt8] { Array(root.utf8) + [UInt8(ascii: "/")] + relative }
     static func join(_ root: String, _ relative: String) -> [UInt8] { join(root, Array(relative.utf8)) }
 
@@ -25,7 +22,7 @@ enum SyncFiles {
     }
 
     static func check(_ result: Int32, _ what: String, _ path: [UInt8]) throws {
-        if result < 0 { throw Failure(description: "\(what) \(shown(path)): \(String(cString: strerror(errno)))") }
+        if result < 0 { throw HarnessFailure("\(what) \(shown(path)): \(String(cString: strerror(errno)))") }
     }
 
     /// Creates or truncates `path` and writes `bytes` in one go, then closes it.

@@ -124,7 +124,7 @@ final class GitIgnoreOracle {
                     return fd >= 0
                 }
             }
-            if !made { throw OracleError(message: "cannot create \(displayString(bytes)): errno \(errno)") }
+            if !made { throw HarnessFailure("cannot create \(displayString(bytes)): errno \(errno)") }
         }
     }
 
@@ -133,7 +133,7 @@ final class GitIgnoreOracle {
     /// Writes `.gitignore` and returns the entries git reports as ignored.
     func ignoredPaths(gitignore: [UInt8]) throws -> Set<[UInt8]> {
         guard FileManager.default.createFile(atPath: root + "/.gitignore", contents: Data(gitignore)) else {
-            throw OracleError(message: "cannot write .gitignore")
+            throw HarnessFailure("cannot write .gitignore")
         }
         let input: [UInt8] = Array(paths.map { $0 + [0] }.joined())
         let output = try run(["-C", root, "-c", "core.excludesFile=/dev/null", "check-ignore", "--no-index", "-z", "--stdin"],
@@ -159,13 +159,8 @@ final class GitIgnoreOracle {
         let errors = stderr.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         guard okStatuses.contains(process.terminationStatus) else {
-            throw OracleError(message: "git \(arguments) failed: \(String(decoding: errors, as: UTF8.self))")
+            throw HarnessFailure("git \(arguments) failed: \(String(decoding: errors, as: UTF8.self))")
         }
         return Array(output)
     }
-}
-
-struct OracleError: Error, CustomStringConvertible {
-    var message: String
-    var description: String { message }
 }

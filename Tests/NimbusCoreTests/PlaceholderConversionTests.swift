@@ -35,11 +35,11 @@ private func rp(_ s: String) -> RelativePath { try! RelativePath(validating: s) 
         mutating func apply(_ conversion: PlaceholderConversion, from: PlaceholderStyle) throws {
             for action in conversion.actions {
                 guard case .convertPlaceholder(let path, let to, let expected, let cloud) = action else {
-                    throw ModelError(description: "a conversion plans only conversions, not \(action)")
+                    throw HarnessFailure("a conversion plans only conversions, not \(action)")
                 }
                 let old = from.file(for: path)!, new = to.file(for: path)!
-                guard local[old] == expected else { throw ModelError(description: "\(old) is not as planned") }
-                guard old == new || local[new] == nil else { throw ModelError(description: "\(new) is taken when \(path) is converted") }
+                guard local[old] == expected else { throw HarnessFailure("\(old) is not as planned") }
+                guard old == new || local[new] == nil else { throw HarnessFailure("\(new) is taken when \(path) is converted") }
                 nextInode += 1
                 let written = FileMetadata(kind: .file, size: to == .suffix ? 180 : cloud.size, mtime: cloud.mtime, mode: 0o644,
                                            inode: nextInode, device: 1)

@@ -44,7 +44,7 @@ extension PlaceholderModel {
         case .rebase(let from, let to):
             rekey(from, to)
         case .makeDirectory, .removeDirectory, .makeSymlink, .convertPlaceholder, .evict:
-            throw ModelError(description: "the scenarios have files only, but the plan has \(action)")
+            throw HarnessFailure("the scenarios have files only, but the plan has \(action)")
         case .writePlaceholder(let path, let source, let replacing):
             guard let file = style.file(for: path) else { return try apply(.copy(path, to: .local, source: source, replacing: nil)) }
             try expect(.cloud, path, source)
@@ -136,7 +136,7 @@ extension PlaceholderModel {
         let precious = m.contents.subtracting(synced)
         _ = try m.settle()
         let lost = precious.subtracting(m.contents.union(m.versions))
-        guard lost.isEmpty else { throw ModelError(description: "content lost: \(lost.sorted())") }
+        guard lost.isEmpty else { throw HarnessFailure("content lost: \(lost.sorted())") }
         try m.checkSettled("after the edits")
     }
 
@@ -227,15 +227,15 @@ extension PlaceholderModel {
             if isPlaceholder(node) {
                 guard let target = style.target(of: path), placeholders.contains(target), let there = cloud.nodes[target],
                       let info = texts[node.inode].flatMap(Placeholder.parse), info.size == there.metadata.size else {
-                    throw ModelError(description: "\(label): the placeholder \(path) stands for no cloud file; local \(local.nodes.keys.sorted()), cloud \(cloud.nodes.keys.sorted())")
+                    throw HarnessFailure("\(label): the placeholder \(path) stands for no cloud file; local \(local.nodes.keys.sorted()), cloud \(cloud.nodes.keys.sorted())")
                 }
                 stoodFor.insert(target)
             } else if cloud.nodes[path]?.content != node.content {
-                throw ModelError(description: "\(label): \(path) differs: local c\(node.content), cloud \(cloud.nodes[path].map { "c\($0.content)" } ?? "none")")
+                throw HarnessFailure("\(label): \(path) differs: local c\(node.content), cloud \(cloud.nodes[path].map { "c\($0.content)" } ?? "none")")
             }
         }
         for path in cloud.nodes.keys where local.nodes[path] == nil && !stoodFor.contains(path) {
-            throw ModelError(description: "\(label): the cloud file \(path) is neither here nor stood for by a placeholder; local \(local.nodes.keys.sorted())")
+            throw HarnessFailure("\(label): the cloud file \(path) is neither here nor stood for by a placeholder; local \(local.nodes.keys.sorted())")
         }
     }
 }

@@ -147,12 +147,12 @@ struct PlaceholderModel {
                 try checkNoPlaceholderInTheCloud(after: action)
             }
         }
-        throw ModelError(description: "no settling after 8 passes; still planned: \(plan())")
+        throw HarnessFailure("no settling after 8 passes; still planned: \(plan())")
     }
 
     func checkNoPlaceholderInTheCloud(after action: Action) throws {
         if let leaked = cloud.nodes.first(where: { $0.value.kind == .file && $0.value.content < 0 }) {
-            throw ModelError(description: "the placeholder text of \(leaked.key) reached the cloud after \(action)")
+            throw HarnessFailure("the placeholder text of \(leaked.key) reached the cloud after \(action)")
         }
     }
 }

@@ -124,15 +124,15 @@ struct ScenarioGenerator {
 
         let after = applier.local.contents.union(applier.cloud.contents).union(applier.versions)
         let lost = precious.subtracting(after)
-        guard lost.isEmpty else { throw ModelError(description: "content lost: \(lost) plan: \(plan.actions)") }
+        guard lost.isEmpty else { throw HarnessFailure("content lost: \(lost) plan: \(plan.actions)") }
         for path in Set(applier.local.nodes.keys).union(applier.cloud.nodes.keys) {
             guard applier.local.nodes[path]?.syncedValue == applier.cloud.nodes[path]?.syncedValue else {
-                throw ModelError(description: "\(path) differs after sync: \(String(describing: applier.local.nodes[path])) vs \(String(describing: applier.cloud.nodes[path])); plan: \(plan.actions)")
+                throw HarnessFailure("\(path) differs after sync: \(String(describing: applier.local.nodes[path])) vs \(String(describing: applier.cloud.nodes[path])); plan: \(plan.actions)")
             }
         }
         let second = Self.plan(applier.base, applier.local, applier.cloud)
         guard second.actions.isEmpty else {
-            throw ModelError(description: "second reconcile is not empty: \(second.actions); first: \(plan.actions)")
+            throw HarnessFailure("second reconcile is not empty: \(second.actions); first: \(plan.actions)")
         }
     }
 

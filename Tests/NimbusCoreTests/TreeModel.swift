@@ -1,5 +1,6 @@
 import NimbusSystem
 @testable import NimbusCore
+import NimbusTestSupport
 import NimbusVocabulary
 
 /// An in-memory pair of trees with content identities, for testing plans without I/O.
@@ -41,8 +42,6 @@ struct Tree {
     }
 }
 
-struct ModelError: Error, CustomStringConvertible { var description: String }
-
 /// Applies a plan the way the engine does, re-checking each expectation, and updates the base
 /// after each action. Replaced or deleted cloud content goes to `versions`.
 struct PlanApplier {
@@ -64,7 +63,7 @@ struct PlanApplier {
     mutating func expect(_ path: RelativePath, on side: Side, _ expected: FileMetadata?) throws {
         let actual = self[side].nodes[path]?.metadata
         guard actual == expected else {
-            throw ModelError(description: "\(side) \(path): expected \(String(describing: expected)), found \(String(describing: actual))")
+            throw HarnessFailure("\(side) \(path): expected \(String(describing: expected)), found \(String(describing: actual))")
         }
     }
 
@@ -99,7 +98,7 @@ struct PlanApplier {
         case .removeDirectory(let path, let side, let expected):
             try expect(path, on: side, expected)
             guard self[side].children(of: path).isEmpty else {
-                throw ModelError(description: "rmdir \(path) on \(side): not empty")
+                throw HarnessFailure("rmdir \(path) on \(side): not empty")
             }
             self[side].nodes[path] = nil
             base[path] = nil
@@ -134,14 +133,14 @@ struct PlanApplier {
             }
         case .writePlaceholder, .removePlaceholder, .renamePlaceholder, .movePlaceholder, .retirePlaceholder, .repairPlaceholder,
              .adoptPlaceholder, .adoptLocalFile, .convertPlaceholder, .evict:
-            throw ModelError(description: "reconcile never plans placeholder actions: \(action)")
+            throw HarnessFailure("reconcile never plans placeholder actions: \(action)")
         }
     }
 
     mutating func create(_ path: RelativePath, on side: Side, _ node: Node, replacing: FileMetadata?) throws {
         try expect(path, on: side, replacing)
         guard path.parent.isRoot || self[side].nodes[path.parent]?.kind == .directory else {
-            throw ModelError(description: "create \(path) on \(side): parent missing")
+            throw HarnessFailure("create \(path) on \(side): parent missing")
         }
         if let old = self[side].nodes[path] { keepVersion(old, on: side) }
         var node = node

@@ -1,6 +1,7 @@
 import Testing
 @testable import NimbusDaemon
 import NimbusProtocol
+import NimbusTestSupport
 
 // Command-line errors: exit 64, with a pointer to --help.
 extension ConfigurationTests {
@@ -41,7 +42,7 @@ extension ConfigurationTests {
         @Test func versionAndHelp() throws {
             #expect(try Launch().outcome(["--version"]) == .version("nimbusd \(NimbusVersion.string)"))
             #expect(try Launch().outcome(["--mode", "mirror", "--version"]) == .version("nimbusd 0.1.0"))
-            guard case let .help(text) = try Launch().outcome(["--bogus", "-h"]) else { throw TestFailure("no help") }
+            guard case let .help(text) = try Launch().outcome(["--bogus", "-h"]) else { throw HarnessFailure("no help") }
             for flag in ["--local DIR", "--cloud DIR", "--mode MODE", "--instance NAME", "--config FILE", "--socket PATH",
                          "--state-dir DIR", "--device-name NAME", "--log-level LEVEL", "--version", "-h, --help"] {
                 #expect(text.contains("  " + flag), "\(flag) missing")
@@ -52,7 +53,7 @@ extension ConfigurationTests {
                 #expect(text.contains(fragment), "\(fragment) missing")
             }
             #expect(text.split(separator: "\n").filter { $0.hasPrefix("  --") || $0.hasPrefix("  -h") }.count == 11)
-            guard case let .help(work) = try Launch().outcome(["--instance", "work", "--help"]) else { throw TestFailure("no help") }
+            guard case let .help(work) = try Launch().outcome(["--instance", "work", "--help"]) else { throw HarnessFailure("no help") }
             #expect(work.contains("/home/u/.config/nimbus/work.conf") && work.contains("nimbus/work.sock"))
         }
     }

@@ -1,6 +1,7 @@
 import Testing
 @testable import NimbusDaemon
 import NimbusProtocol
+import NimbusTestSupport
 
 /// A run of `DaemonArguments.resolve` against an in-memory set of files.
 struct Launch {
@@ -21,7 +22,7 @@ struct Launch {
     }
 
     func configuration(_ arguments: [String] = []) throws -> Configuration {
-        guard case let .run(configuration) = try outcome(arguments) else { throw TestFailure("not a run") }
+        guard case let .run(configuration) = try outcome(arguments) else { throw HarnessFailure("not a run") }
         return configuration
     }
 
@@ -34,11 +35,6 @@ struct Launch {
         do { _ = try outcome(arguments) } catch let error as UsageError { return error } catch { return nil }
         return nil
     }
-}
-
-struct TestFailure: Error {
-    let message: String
-    init(_ message: String) { self.message = message }
 }
 
 private let everyKey = """

@@ -23,11 +23,6 @@ final class ReplacedContents: Sendable {
     let set = Mutex<Set<String>>([])
 }
 
-struct ModelFailure: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
-}
-
 @Suite struct EngineSimulationTests {
     /// NIMBUS_SEED=N replays one run; NIMBUS_SIMULATION_RUNS sets how many run.
     @Test func randomEditsFaultsAndCrashesConverge() throws {

@@ -19,7 +19,7 @@ extension SimulationRun {
         let before = preciousContents()
         if Bool.random(using: &random) { _ = try? engine.evict(target) } else { _ = try? engine.download(target, .explicit) }
         let lost = Set(before.keys).subtracting(allContents.keys)
-        guard lost.isEmpty else { throw ModelFailure("step \(step): evict/download of \(target) lost \(lost.sorted()); before \(before); after \(allContents); local \(localDisk.snapshot().keys.sorted())") }
+        guard lost.isEmpty else { throw HarnessFailure("step \(step): evict/download of \(target) lost \(lost.sorted()); before \(before); after \(allContents); local \(localDisk.snapshot().keys.sorted())") }
     }
 
     /// Each local placeholder must stand for a cloud file of its size; both are then left out
@@ -39,7 +39,7 @@ extension SimulationRun {
                 (target, info) = (path, (record.base.cloud.size, ""))
             }
             guard case .file(let content)? = cloudDisk.snapshot()[target]?.content, Int64(content.count) == info.size else {
-                throw ModelFailure("placeholder \(path) stands for no cloud file of \(info.size) bytes")
+                throw HarnessFailure("placeholder \(path) stands for no cloud file of \(info.size) bytes")
             }
             local[path] = nil
             cloud[target] = nil

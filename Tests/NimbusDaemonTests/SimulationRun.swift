@@ -162,7 +162,7 @@ struct SimulationRun {
         let after = allContents
         let lost = Set(before.keys).subtracting(after.keys).subtracting(userReplaced.set.withLock { $0 })
         guard lost.isEmpty else {
-            throw ModelFailure("\(label): content lost: \(lost.sorted()) (was at \(lost.map { before[$0]! }))")
+            throw HarnessFailure("\(label): content lost: \(lost.sorted()) (was at \(lost.map { before[$0]! }))")
         }
     }
 
@@ -178,7 +178,7 @@ struct SimulationRun {
         engine.sync(picked)
         let lost = Set(before.keys).subtracting(allContents.keys).subtracting(userReplaced.set.withLock { $0 })
         guard lost.isEmpty else {
-            throw ModelFailure("\(label): a pass over \(picked.sorted()) lost \(lost.sorted()) (was at \(lost.map { before[$0]! }))")
+            throw HarnessFailure("\(label): a pass over \(picked.sorted()) lost \(lost.sorted()) (was at \(lost.map { before[$0]! }))")
         }
     }
 
@@ -247,13 +247,13 @@ struct SimulationRun {
         try matchPlaceholders(&l, &c)
         guard l == c else {
             let differing = Set(l.keys).union(c.keys).filter { l[$0] != c[$0] }.sorted()
-            throw ModelFailure("not converged: \(differing.map { "\($0): \(l[$0] ?? "-") vs \(c[$0] ?? "-")" })")
+            throw HarnessFailure("not converged: \(differing.map { "\($0): \(l[$0] ?? "-") vs \(c[$0] ?? "-")" })")
         }
         let writes = store.writes
         try pass("idle")
-        guard store.writes == writes else { throw ModelFailure("a pass over a converged pair still changed the journal") }
+        guard store.writes == writes else { throw HarnessFailure("a pass over a converged pair still changed the journal") }
         let temporaries = (localDisk.snapshot().keys.map { ("local", $0) } + cloudDisk.snapshot().keys.map { ("cloud", $0) })
             .filter { $0.1.components.contains(where: TemporaryName.isTemporary) }
-        guard temporaries.isEmpty else { throw ModelFailure("temporary files left: \(temporaries)") }
+        guard temporaries.isEmpty else { throw HarnessFailure("temporary files left: \(temporaries)") }
     }
 }

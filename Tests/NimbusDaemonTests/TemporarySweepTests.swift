@@ -19,7 +19,7 @@ final class DiskPair {
 
     init(device: String = "laptop") throws {
         var template = Array("/tmp/nimbus-sweep-XXXXXX".utf8CString)
-        guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else { throw SyncTestFailure("mkdtemp failed: errno \(errno)") }
+        guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else { throw HarnessFailure("mkdtemp failed: errno \(errno)") }
         root = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         for folder in ["local", "cloud"] {
             try FileManager.default.createDirectory(atPath: "\(root)/\(folder)", withIntermediateDirectories: true)
@@ -50,11 +50,6 @@ final class DiskPair {
     }
 
     func exists(_ relative: String) -> Bool { access("\(root)/\(relative)", F_OK) == 0 }
-}
-
-struct SyncTestFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
 }
 
 @Suite struct TemporarySweepTests {
