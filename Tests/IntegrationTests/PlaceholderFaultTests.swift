@@ -8,12 +8,6 @@ import NimbusTestSupport
 /// `PlaceholderRenameAndChangeTests.swift`: names that keep these tests in their place in the
 /// serialized suite's order (see `PlaceholderTests.swift`).
 extension PlaceholderIntegrationTests {
-    static func freeBytes(_ path: String) -> Int64 {
-        var s = statvfs()
-        guard statvfs(path, &s) == 0 else { return -1 }
-        return Int64(s.f_bavail) * Int64(s.f_frsize)
-    }
-
     @Test("a download that would break min-free-space is refused with a clear error and the state error (a 64 MiB tmpfs)",
           .enabled(if: geteuid() == 0, "skipped: mounting the test's tmpfs needs root"))
     func minFreeSpaceIsKept() async throws {
@@ -53,7 +47,7 @@ extension PlaceholderIntegrationTests {
         #expect(midInfo["state"] as? String == "error", "mid.bin after the refused download on open: \(midInfo)")
 
         // huge.bin (56 MiB) would leave about 4 MiB: refused even when asked for.
-        let free = Self.freeBytes(d.local)
+        let free = FreeSpace.bytes(at: d.local)
         mark = d.logMark
         let refused = try await d.ctlError(["download", "huge.bin"])
         #expect(refused.error["name"] as? String == "no_space", "\(refused.result)")
@@ -67,13 +61,13 @@ extension PlaceholderIntegrationTests {
         #expect(Self.isPlaceholder(d.local, "huge.bin") == nil, "\(Self.isPlaceholder(d.local, "huge.bin") ?? "")")
         #expect(d.downloadsStarted("huge.bin") == 0, "a copy of huge.bin started")
         #expect(PlaceholderFiles.temporaryFiles(d.local).isEmpty, "temporary files: \(PlaceholderFiles.temporaryFiles(d.local))")
-        #expect(Self.freeBytes(d.local) >= free - (64 << 10), "free space went from \(free) to \(Self.freeBytes(d.local))")
+        #expect(FreeSpace.bytes(at: d.local) >= free - (64 << 10), "free space went from \(free) to \(FreeSpace.bytes(at: d.local))")
 
         // mid.bin asked for explicitly may go below min-free-space (to about 20 MiB free).
         let mid = try await d.ctlJSON(["download", "mid.bin"])
         #expect(mid["state"] as? String == "downloaded", "\(mid)")
         #expect(Self.isDownloaded(d, "mid.bin") == nil, "\(Self.isDownloaded(d, "mid.bin") ?? "")")
-        #expect(Self.freeBytes(d.local) >= 16 << 20, "the explicit download went below the hard reserve: \(Self.freeBytes(d.local)) free")
+        #expect(FreeSpace.bytes(at: d.local) >= 16 << 20, "the explicit download went below the hard reserve: \(FreeSpace.bytes(at: d.local)) free")
         #expect(Self.isPlaceholder(d.local, "huge.bin") == nil, "\(Self.isPlaceholder(d.local, "huge.bin") ?? "")")
         try await d.stop()
     }

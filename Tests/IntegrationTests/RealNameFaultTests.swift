@@ -38,13 +38,13 @@ struct RealNameFaultTests {
         try PlaceholderFiles.writeBig(d.cloud + "/big.bin", megabytes: 48, seed: 7)
         try await d.start()
         try await d.eventually("the real-name placeholder") { RealName.isNotDownloaded(d, "big.bin") }
-        let free = PlaceholderIntegrationTests.freeBytes(d.local)
+        let free = FreeSpace.bytes(at: d.local)
         let read = RealName.shell(#"cat "$1" > /dev/null"#, [d.local + "/big.bin"])
         #expect(read.status != 0 && read.output.contains("No space left on device"), "cat of big.bin: \(read)")
         #expect(RealName.isNotDownloaded(d, "big.bin") == nil, "after ENOSPC: \(RealName.isNotDownloaded(d, "big.bin") ?? "")")
         #expect(PlaceholderFiles.temporaryFiles(d.local).isEmpty, "\(PlaceholderFiles.temporaryFiles(d.local))")
         try await d.eventually("the space of the failed fill to be free again") {
-            PlaceholderIntegrationTests.freeBytes(d.local) >= free - (1 << 20) ? nil : "\(PlaceholderIntegrationTests.freeBytes(d.local)) bytes free, \(free) before"
+            FreeSpace.bytes(at: d.local) >= free - (1 << 20) ? nil : "\(FreeSpace.bytes(at: d.local)) bytes free, \(free) before"
         }
         try await d.stop()
     }

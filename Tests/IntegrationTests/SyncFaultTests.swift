@@ -131,12 +131,6 @@ struct SyncFaultTests {
         return result
     }
 
-    static func freeBytes(_ path: String) -> Int64 {
-        var s = statvfs()
-        guard statvfs(path, &s) == 0 else { return -1 }
-        return Int64(s.f_bavail) * Int64(s.f_frsize)
-    }
-
     @Test("the cloud tmpfs unmounted while running: no local deletion, a clear error, resume when it is back")
     func cloudUnmountedWhileRunning() async throws {
         let sandbox = try SyncSandbox("cloudUnmounted")
@@ -215,7 +209,7 @@ struct SyncFaultTests {
         }
         let daemon = try sandbox.daemon(device: "alpha")
         try await daemon.start()
-        let freeBefore = Self.freeBytes(daemon.cloud)
+        let freeBefore = FreeSpace.bytes(at: daemon.cloud)
         var random = SeededRandom(seed: 16)
         let big = random.bytes(16 << 20)
         let mark = daemon.logMark
@@ -229,7 +223,7 @@ struct SyncFaultTests {
         }
         try await sandbox.eventually("no partial file in the cloud, and its space given back") {
             let leftovers = try SyncFiles.temporaryFiles(in: daemon.cloud)
-            let free = Self.freeBytes(daemon.cloud)
+            let free = FreeSpace.bytes(at: daemon.cloud)
             return try SyncExpect.all(SyncExpect.absent(daemon.cloud, "big.bin"),
                              leftovers.isEmpty ? nil : "temporary files in the cloud: \(leftovers)",
                              free >= freeBefore - (256 << 10) ? nil : "only \(free) bytes free in the cloud, \(freeBefore) before the upload")
