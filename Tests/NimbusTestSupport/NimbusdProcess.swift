@@ -228,74 +228,13 @@ open class NimbusdProcess: @unchecked Sendable {
         notify = nil
     }
 
-    // MARK: What /proc says
+    // MARK: Log and failures
 
-    /// Where each thread waits (name, kernel wait channel, syscall number): why a daemon hangs.
-    public func threadStates() -> String {
-        guard let pid, isRunning else { return "" }
-        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
-        return "threads of the daemon (name, wait channel, syscall):\n" + tasks.sorted().map { tid in
-            let read = { (file: String) in
-                ((try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/\(file)", encoding: .utf8)) ?? "?")
-                    .split(separator: "\n").first.map(String.init) ?? ""
-            }
-            return "  \(tid) \(read("comm")) \(read("wchan")) \(read("syscall").split(separator: " ").first ?? "")"
-        }.joined(separator: "\n")
-    }
-
-    /// CPU time (user + system) of all its threads so far, from /proc/PID/stat (clock ticks).
-    public func cpuSeconds() -> Double? {
-        guard let pid, let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return nil }
-        // The fields after the command name, which is in parentheses and may hold spaces.
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
-        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))  // utime, stime: fields 14 and 15
-    }
-
-    // MARK: Log
-
-    public var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
-    /// The log's current length: pass it to `logLines(containing:since:)` or
-    /// `waitForLog(_:since:)` to see only later lines.
-    public var logMark: Int { log.utf8.count }
-
-    /// The last `lines` lines of the log, under a line naming it.
-    public func logTail(lines: Int = 60) -> String {
-        "--- log of \(name) (\(logPath)), last \(lines) lines:\n"
-            + log.split(separator: "\n", omittingEmptySubsequences: false).suffix(lines).joined(separator: "\n")
-    }
-
-    /// The log lines after `mark` that contain `text`.
-    public func logLines(containing text: String, since mark: Int = 0) -> [String] {
-        let bytes = Array(log.utf8)
-        guard mark < bytes.count else { return [] }
-        return String(decoding: bytes[mark...], as: UTF8.self).split(separator: "\n").filter { $0.contains(text) }.map(String.init)
-    }
+    // The log's reading and `/proc` are in NimbusdProcess+Log.swift and NimbusdProcess+Proc.swift;
+    // what a subclass may change, or what needs storage, stays here.
 
     /// How long `waitForLog` waits unless told.
     public var logWaitTimeout = Duration.seconds(15)
-
-    /// Polls the log until a line after `mark` contains `text`; returns that line.
-    @discardableResult
-    public func waitForLog(_ text: String, since mark: Int = 0, timeout: Duration? = nil) async throws -> String {
-        var found: String?
-        try await eventually("a log line containing \"\(text)\"", timeout: timeout ?? logWaitTimeout, interval: .milliseconds(20)) {
-            found = logLines(containing: text, since: mark).first
-            return found == nil ? "not yet" : nil
-        }
-        return found!
-    }
-
-    /// `Polling.eventually`, failing with the end of this daemon's log.
-    public func eventually(_ what: String, timeout: Duration = .seconds(10), interval: Duration = .milliseconds(10),
-                           _ check: () async throws -> String?) async throws {
-        do {
-            try await Polling.eventually(what, timeout: timeout, interval: interval, check)
-        } catch let timedOut as HarnessFailure {
-            throw failure(timedOut.description)
-        }
-    }
 
     /// A failure naming this daemon, with the end of its log.
     open func failure(_ message: String) -> HarnessFailure {
