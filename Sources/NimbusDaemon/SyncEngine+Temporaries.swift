@@ -17,8 +17,8 @@ extension SyncEngine {
     /// has open (an application's coordinated write is not even looked at: only the exact
     /// name of a copy's temporary is).
     static var temporarySafeAge: Duration { .minutes(10) }
-    /// Another device's cloud temporaries are removed once its folder of them has not changed
-    /// for this long: a copy in flight renames or creates a file there at least this often.
+    /// Another device's cloud temporaries are removed once its folder of them, and everything
+    /// in it, has not changed for this long: a copy in flight writes there more often.
     static var otherDevicesStaleAge: Duration { .hours(6) }
 
     /// Where this device's temporaries go in the cloud folder.
@@ -79,9 +79,19 @@ extension SyncEngine {
         let own = cloudTemporaryDirectory
         for (path, metadata) in try cloud.scan(root, descend: { _ in false }).entries
         where metadata.kind == .directory && path.parent == root && path != own && WallInstant(mtime: metadata.mtime) < staleBefore {
+            if try changedSince(staleBefore, beneath: path) { continue }
             removed += try cloud.removeTemporaryFiles(in: path, cleanup)
         }
         return removed
+    }
+
+    /// Whether anything beneath the cloud folder `path` changed since `instant`. A copy in
+    /// flight does not always change its device's folder itself: a long copy writes only its
+    /// file, and a staged folder's files are created in the staging folder, below it.
+    private func changedSince(_ instant: WallInstant, beneath path: RelativePath) throws -> Bool {
+        let scan = try cloud.scan(path, descend: { _ in true })
+        // What cannot be read may be in use: not stale.
+        return !scan.incomplete.isEmpty || scan.entries.contains { WallInstant(mtime: $0.metadata.mtime) >= instant }
     }
 
     private func reportSweep(_ side: Side, _ what: String, _ body: () throws -> Int) {

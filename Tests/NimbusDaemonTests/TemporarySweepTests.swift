@@ -106,9 +106,11 @@ final class DiskPair {
         let abandoned = "cloud/.nimbus/tmp/tablet/.nimbus-tmp-0000000000000003"
         let older = "cloud/.nimbus/tmp/.nimbus-tmp-0000000000000004"
         for path in [own, inFlight, abandoned, older] { try pair.plant(path) }
-        // The tablet's daemon is long gone: its folder has not changed for 7 hours.
-        try pair.cloud.setAttributes(RelativePath(validating: ".nimbus/tmp/tablet"), mode: nil,
-                                     mtime: (pair.clock.wallNow - .hours(7)).nanoseconds)
+        // The tablet's daemon is long gone: its folder and its file have not changed for 7 hours.
+        for path in [".nimbus/tmp/tablet/.nimbus-tmp-0000000000000003", ".nimbus/tmp/tablet"] {
+            try pair.cloud.setAttributes(RelativePath(validating: path), mode: nil,
+                                         mtime: (pair.clock.wallNow - .hours(7)).nanoseconds)
+        }
 
         pair.engine.start()
         #expect(!pair.exists(own), "this device's own leftovers go at its start")
@@ -116,5 +118,31 @@ final class DiskPair {
         #expect(!pair.exists(abandoned), "a device's leftovers go once its folder is stale")
         #expect(pair.exists(older), "the shared folder changed just now: a device without a folder of its own may be copying")
         if case .halted(let why) = pair.engine.status.phase { Issue.record("the pair halted: \(why)") }
+    }
+
+    /// A copy in flight need not change its device's folder itself: a long copy writes only its
+    /// file, and a folder uploaded as a unit fills a staging folder below it. Before, another
+    /// device's start removed such a copy once the folder's own time was 7 hours old.
+    @Test func anotherDevicesCopyStillBeingWrittenStaysThoughItsFolderIsOld() throws {
+        let pair = try DiskPair(device: "laptop")
+        let longCopy = "cloud/.nimbus/tmp/phone/.nimbus-tmp-0000000000000005"
+        let staged = "cloud/.nimbus/tmp/tablet/.nimbus-tmp-0000000000000006/photos/new.jpg"
+        for path in [longCopy, staged] { try pair.plant(path) }
+        let sevenHoursAgo = (pair.clock.wallNow - .hours(7)).nanoseconds
+        for folder in [".nimbus/tmp/phone", ".nimbus/tmp/tablet", ".nimbus/tmp/tablet/.nimbus-tmp-0000000000000006"] {
+            try pair.cloud.setAttributes(RelativePath(validating: folder), mode: nil, mtime: sevenHoursAgo)
+        }
+
+        pair.engine.start()
+        #expect(pair.exists(longCopy), "a copy written just now stays, though its folder is 7 hours old")
+        #expect(pair.exists(staged), "a staged upload filled just now stays, though its folders are 7 hours old")
+
+        // Once nothing in the folder has changed for 7 hours either, it goes.
+        try pair.cloud.setAttributes(RelativePath(validating: ".nimbus/tmp/phone/.nimbus-tmp-0000000000000005"), mode: nil,
+                                     mtime: sevenHoursAgo)
+        try pair.cloud.setAttributes(RelativePath(validating: ".nimbus/tmp/phone"), mode: nil, mtime: sevenHoursAgo)
+        pair.engine.removeTemporariesAtStart()  // What the next start does.
+        #expect(!pair.exists(longCopy), "a copy untouched for 7 hours is a leftover")
+        #expect(pair.exists(staged))
     }
 }
