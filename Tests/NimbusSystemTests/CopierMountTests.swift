@@ -1,4 +1,5 @@
 import Glibc
+import NimbusTestSupport
 import NimbusVocabulary
 import Testing
 @testable import NimbusSystem
@@ -46,16 +47,27 @@ import Testing
                 let disk = DiskFileSystem(root: scratch.path.appending("disk"))
                 let memory = DiskFileSystem(root: scratch.path.appending("memory"))
                 let there = try #require(try disk.metadata(of: path("file")))
+                try Self.waitUntilClosedElsewhere(path("file"), in: disk)
                 let copy = try memory.prepareCopy(of: path("file"), from: disk, expected: there, durable: true) { _ in }
                 _ = try memory.install(copy, at: path("file"), replacing: nil, displacedTo: nil, durable: true)
                 #expect(try scratch.read("memory/file") == content)
 
                 let back = try #require(try memory.metadata(of: path("file")))
+                try Self.waitUntilClosedElsewhere(path("file"), in: memory)
                 let copyBack = try disk.prepareCopy(of: path("file"), from: memory, expected: back,
                                                     durable: true) { _ in }
                 _ = try disk.install(copyBack, at: path("file"), replacing: there, displacedTo: nil, durable: true)
                 #expect(try scratch.read("disk/file") == content)
             }
+        }
+    }
+
+    /// A file written moments ago that another process holds open for writing is refused as
+    /// mid-rewrite (`Copier.prepare`): a child that another test forks while the file is open
+    /// holds it until it execs, which under load took long enough to refuse this test's copy.
+    private static func waitUntilClosedElsewhere(_ file: RelativePath, in fs: DiskFileSystem) throws {
+        try Polling.wait("no other process to hold \(file) open", timeout: .seconds(60), interval: .milliseconds(5)) {
+            fs.isOpenElsewhere(file) != true
         }
     }
 
