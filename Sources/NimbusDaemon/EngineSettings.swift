@@ -22,6 +22,10 @@ public struct EngineSettings: Sendable {
     /// A plan with at least this many copies is written as one batch with one flush of each
     /// filesystem instead of an fsync per file.
     public var batchThreshold: Int = 16
+    /// How many threads prepare the copies of such a batch (issue 15: on two cores, two
+    /// threads copy 1 000 small files in 15 ms where one takes 26). 1: the engine thread
+    /// prepares them itself, one after the other. The online processors, at most 4.
+    public var copyThreads: Int = min(4, ProcessSupport.onlineProcessors)
     /// How placeholders are written (DESIGN §5), decided at start from `[placeholders] style`.
     public var placeholderStyle: PlaceholderStyle = .suffix
 

@@ -11,6 +11,16 @@ extension Action {
         default: [path]
         }
     }
+
+    /// Whether the action may run while a batch's copies are being prepared on other threads
+    /// (`SyncEngine+CopyWorkers`): another batched copy, or a new folder (creating a folder
+    /// changes nothing a copy reads or keeps open). Anything else waits for them.
+    var runsBesidePreparedCopies: Bool {
+        switch self {
+        case .copy, .makeDirectory: true
+        default: false
+        }
+    }
 }
 
 /// An expectation of the plan no longer holds: the entry changed after it was scanned.
@@ -37,26 +47,44 @@ extension SyncEngine {
         var batch: [PendingInstall]? = copies >= settings.batchThreshold ? [] : nil
         // Only batched uploads: a staging folder in the local folder would show in the user's tree.
         var staging = FolderStaging(batch == nil ? [] : plan.stagedFolders(on: .cloud))
+        // Its copies are prepared on worker threads (`SyncEngine+CopyWorkers`), joined below.
+        let preparation = batch != nil && settings.copyThreads > 1 ? CopyPreparation(threads: settings.copyThreads) : nil
+        defer { preparation?.workers.finish() }
         var again = Set<RelativePath>()
-        var performed = plan
+        var stoppedAt = plan.actions.count
         for (index, action) in plan.actions.enumerated() {
             heartbeat()
             // SIGTERM: stop between two actions, where the watchdog is fed. Each action stands
             // on its own (it re-checks what it expects), so the next start's scan finds the rest.
             if isStopping {
-                performed.actions = Array(plan.actions[..<index])
+                stoppedAt = index
                 break
+            }
+            // A barrier: what runs now may touch what an outstanding copy reads or writes.
+            if let preparation, !action.runsBesidePreparedCopies {
+                collect(preparation, all: true, batch: &batch, again: &again)
             }
             log.debug("\(action)")
             // An application holding a lease on the path (or around it) has asked us to wait.
             let paths = action.lockedPaths
             let handles = paths.compactMap { locks.tryLock($0, .exclusive) }
-            defer { handles.forEach(locks.unlock) }
             guard handles.count == paths.count else {
+                handles.forEach(locks.unlock)
                 log.info("\(action.path) is leased by an application; it is synced after the lease ends")
                 scheduleRetry(action.path, error: "leased", delay: .seconds(1))
                 continue
             }
+            if let preparation, let request = batchedCopy(action, staging: staging) {
+                do {
+                    try handOver(request, of: action, at: index, holding: handles, to: preparation)
+                } catch {
+                    handles.forEach(locks.unlock)
+                    handle(error, for: action, again: &again)
+                }
+                collect(preparation, all: false, batch: &batch, again: &again)
+                continue
+            }
+            defer { handles.forEach(locks.unlock) }
             do {
                 let waiting = batch?.count
                 if try !stage(action, in: &staging, batch: &batch) { try perform(action, batch: &batch) }
@@ -65,6 +93,14 @@ extension SyncEngine {
                 if batch?.count == waiting { clearTransient(action.path) }
             } catch {
                 handle(error, for: action, again: &again)
+            }
+        }
+        var performed = plan
+        performed.actions = Array(plan.actions[..<stoppedAt])
+        if let preparation {
+            collect(preparation, all: true, batch: &batch, again: &again)
+            if !preparation.skipped.isEmpty {
+                performed.actions = performed.actions.indices.filter { !preparation.skipped.contains($0) }.map { performed.actions[$0] }
             }
         }
         if let batch, !batch.isEmpty || !staging.isEmpty { installBatch(batch, staging: staging, again: &again) }

@@ -22,34 +22,59 @@ extension SyncEngine {
     /// With `staged`, the copy is made there, in the staging folder of `stagedIn` (a new folder).
     func copy(_ path: RelativePath, to side: Side, source: FileMetadata, replacing: FileMetadata?,
               staged: (path: RelativePath, in: RelativePath)? = nil, batch: inout [PendingInstall]?) throws {
-        if side == .local && replacing != nil { try ensureOwnUploadWasKept(path) }
+        let request = CopyRequest(path: path, side: side, source: source, replacing: replacing, staged: staged)
+        try beginCopy(request)
+        let pending = request.pending(try prepare(request, durable: batch == nil))
+        if batch != nil {
+            batch!.append(pending)
+        } else {
+            try install(pending, durable: true)
+        }
+    }
+
+    /// A copy of the plan, and where it is made: with `staged`, in the staging folder of
+    /// `staged.in` (a new folder, `FolderStaging`).
+    struct CopyRequest: Sendable {
+        var path: RelativePath
+        var side: Side
+        var source: FileMetadata
+        var replacing: FileMetadata?
+        var staged: (path: RelativePath, in: RelativePath)?
+
+        func pending(_ prepared: PreparedCopy) -> PendingInstall {
+            PendingInstall(path: path, side: side, prepared: prepared, replacing: replacing, source: source, stagedIn: staged?.in)
+        }
+    }
+
+    /// What comes before a copy's bytes, on the engine thread: the checks and its state.
+    func beginCopy(_ request: CopyRequest) throws {
+        if request.side == .local && request.replacing != nil { try ensureOwnUploadWasKept(request.path) }
+        setTransient(request.path, request.side == .cloud ? .uploading(progress: 0) : .downloading(progress: 0))
+    }
+
+    /// Writes the copy's temporary (or staged) file. Safe on any thread (a batch's copies are
+    /// prepared by `WorkerThreads`): it touches the filesystems, the heartbeat, the transient
+    /// state and `leftoverCopiesPossible`, all safe to share (Mutex, atomic), and nothing that
+    /// checks the owner (`checkOwner`).
+    func prepare(_ request: CopyRequest, durable: Bool) throws -> PreparedCopy {
+        let (path, side) = (request.path, request.side)
         let destination = system(side)
-        setTransient(path, side == .cloud ? .uploading(progress: 0) : .downloading(progress: 0))
-        let size = max(source.size, 1)
-        let prepared: PreparedCopy
+        let size = max(request.source.size, 1)
         do {
             let progress = { [weak self] (done: Int64) in
                 self?.heartbeat()
                 self?.setTransient(path, side == .cloud ? .uploading(progress: Double(done) / Double(size))
                                                         : .downloading(progress: Double(done) / Double(size)))
             }
-            if let staged {
-                prepared = try destination.prepareCopy(of: path, from: system(side.other), expected: source,
-                                                       staged: staged.path, durable: batch == nil, progress: progress)
-            } else {
-                prepared = try destination.prepareCopy(of: path, from: system(side.other), expected: source,
-                                                       durable: batch == nil, progress: progress)
+            if let staged = request.staged {
+                return try destination.prepareCopy(of: path, from: system(side.other), expected: request.source,
+                                                   staged: staged.path, durable: durable, progress: progress)
             }
+            return try destination.prepareCopy(of: path, from: system(side.other), expected: request.source,
+                                               durable: durable, progress: progress)
         } catch {
             if side == .local { leftoverCopiesPossible.store(true, ordering: .relaxed) }
             throw error
-        }
-        let pending = PendingInstall(path: path, side: side, prepared: prepared, replacing: replacing, source: source,
-                                     stagedIn: staged?.in)
-        if batch != nil {
-            batch!.append(pending)
-        } else {
-            try install(pending, durable: true)
         }
     }
 

@@ -27,6 +27,16 @@ extension ProcessSupport {
     /// named `name` (at most 15 bytes are kept) in `ps -L` and `/proc/PID/task/*/comm`.
     /// The corresponding C functions are `pthread_create` and `prctl(PR_SET_NAME)`.
     public static func detachThread(name: String? = nil, _ body: @escaping @Sendable () -> Void) {
+        pthread_detach(startThread(name: name, body))
+    }
+
+    /// Runs `body` on a new thread of its own, named as `detachThread` names it, which the
+    /// caller must `join`. The corresponding C functions are `pthread_create` and `pthread_join`.
+    public static func startJoinableThread(name: String? = nil, _ body: @escaping @Sendable () -> Void) -> JoinableThread {
+        JoinableThread(thread: startThread(name: name, body))
+    }
+
+    private static func startThread(name: String?, _ body: @escaping @Sendable () -> Void) -> pthread_t {
         let run: @Sendable () -> Void
         if let name {
             run = {
@@ -44,13 +54,15 @@ extension ProcessSupport {
             body.run()
             return nil
         }, box)
-        if result == 0 {
-            pthread_detach(thread)
-        } else {
+        guard result == 0 else {
             Unmanaged<ThreadBody>.fromOpaque(box).release()
             preconditionFailure("pthread_create failed: \(result)")
         }
+        return thread
     }
+
+    /// How many processors are online now (at least 1). The corresponding C function is `sysconf`.
+    public static var onlineProcessors: Int { max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN))) }
 
     /// The calling thread's identity, for checking which thread owns an object (debug checks).
     /// The corresponding C function is `pthread_self`.
@@ -101,4 +113,15 @@ extension ProcessSupport {
 private final class ThreadBody: Sendable {
     let run: @Sendable () -> Void
     init(_ run: @escaping @Sendable () -> Void) { self.run = run }
+}
+
+/// A thread started by `ProcessSupport.startJoinableThread`: `join` waits for its end and
+/// must be called exactly once.
+public struct JoinableThread: Sendable {
+    let thread: pthread_t
+
+    public func join() {
+        let result = pthread_join(thread, nil)
+        precondition(result == 0, "pthread_join failed: \(result)")
+    }
 }

@@ -77,6 +77,7 @@ import NimbusSystem
         for index in 0..<count { try local.base.write(rp("d/f\(index)"), Array("content \(index)".utf8)) }
         var settings = EngineSettings(deviceName: "laptop")
         settings.batchThreshold = 2
+        settings.copyThreads = 1  // As `Pair`: memory filesystems replay in order.
         let engine = SyncEngine(local: local, cloud: cloud, store: MemoryRecordStore(), records: [:], clock: clock,
                                 settings: settings, log: .silent, rootNames: ("L", "C"))
         engine.start()
@@ -107,6 +108,7 @@ private struct FlushCountingPair {
         }
         var settings = EngineSettings(deviceName: "laptop")
         settings.batchThreshold = 2
+        settings.copyThreads = 1  // As `Pair`: memory filesystems replay in order.
         engine = SyncEngine(local: local, cloud: cloud, store: MemoryRecordStore(), records: [:], clock: clock,
                             settings: settings, log: .silent, rootNames: ("L", "C"))
     }

@@ -17,6 +17,9 @@ struct Pair {
         local = MemoryFileSystem(time: clock.timeSource, device: 1)
         cloud = MemoryFileSystem(time: clock.timeSource, capacity: cloudCapacity, temporaryDirectory: RootMarkers.temporary(for: "laptop"), device: 2)
         var s = EngineSettings(deviceName: "laptop")
+        // One thread prepares the copies: MemoryFileSystem is thread-safe, but its inode numbers
+        // (and a FaultyFileSystem's random draws) follow the order of calls, which must replay.
+        s.copyThreads = 1
         settings(&s)
         engine = SyncEngine(local: local, cloud: cloud, store: store, records: [:], clock: clock, settings: s,
                             log: ProcessInfo.processInfo.environment["NIMBUS_DEBUG"] != nil ? Logger(threshold: .debug, journald: false) : .silent, rootNames: ("L", "C"))

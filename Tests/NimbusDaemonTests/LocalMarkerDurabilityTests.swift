@@ -56,6 +56,7 @@ private struct UploadingPair {
         store = FlushNotingStore { (local.calls(.synchronize), cloud.calls(.synchronize)) }
         var settings = EngineSettings(deviceName: "laptop")
         settings.batchThreshold = 2
+        settings.copyThreads = 1  // As `Pair`: memory filesystems replay in order.
         engine = SyncEngine(local: local, cloud: cloud, store: store, records: [:], clock: clock,
                             settings: settings, log: .silent, rootNames: ("L", "C"))
     }

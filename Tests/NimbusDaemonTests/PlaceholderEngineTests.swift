@@ -166,6 +166,7 @@ import NimbusSystem
         let local = MemoryFileSystem(time: clock.timeSource, capacity: 100 << 20, device: 1)
         let cloud = MemoryFileSystem(time: clock.timeSource, temporaryDirectory: RootMarkers.temporary(for: "laptop"), device: 2)
         var settings = EngineSettings(deviceName: "laptop")
+        settings.copyThreads = 1  // As `Pair`: memory filesystems replay in order.
         settings.onDemand = true
         settings.minFreeSpace = 90 << 20
         let engine = SyncEngine(local: local, cloud: cloud, store: MemoryRecordStore(), records: [:], clock: clock,

@@ -69,7 +69,8 @@ final class MemoryRuntime {
     private static func makeRuntime(local: MemoryFileSystem, cloud: MemoryFileSystem, store: MemoryRecordStore,
                                      records: [RelativePath: PathRecord], clock: ManualClock,
                                      watchers: Watchers) -> Runtime {
-        let settings = EngineSettings(deviceName: "laptop")
+        var settings = EngineSettings(deviceName: "laptop")
+        settings.copyThreads = 1  // As `Pair`: memory filesystems replay in order.
         let engine = SyncEngine(local: local, cloud: cloud, store: store, records: records, clock: clock, settings: settings,
                                 log: .silent, rootNames: ("L", "C"))
         let options = RuntimeOptions(localRoot: "L", cloudRoot: "C", stateDirectory: "S", engine: settings)

@@ -57,6 +57,9 @@ struct SimulationRun {
                            style: PlaceholderStyle, marker: FakePlaceholderMarker?) -> SyncEngine<FaultyFileSystem<MemoryFileSystem>> {
         var settings = EngineSettings(deviceName: "sim")
         settings.batchThreshold = 4
+        // One thread prepares the copies: MemoryFileSystem is thread-safe, but its inode numbers
+        // (and a FaultyFileSystem's random draws) follow the order of calls, which must replay.
+        settings.copyThreads = 1
         settings.onDemand = onDemand
         settings.placeholderStyle = style
         settings.minFreeSpace = 0

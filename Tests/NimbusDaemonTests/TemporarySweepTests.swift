@@ -17,7 +17,7 @@ final class DiskPair {
     let clock: ManualClock
     let engine: SyncEngine<DiskFileSystem>
 
-    init(device: String = "laptop") throws {
+    init(device: String = "laptop", settings: (inout EngineSettings) -> Void = { _ in }) throws {
         var template = Array("/tmp/nimbus-sweep-XXXXXX".utf8CString)
         guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else { throw HarnessFailure("mkdtemp failed: errno \(errno)") }
         root = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
@@ -27,8 +27,10 @@ final class DiskPair {
         clock = ManualClock(start: ProcessSupport.wallClock)
         local = DiskFileSystem(root: SystemPath("\(root)/local"), protectsOpenWriters: true)
         cloud = DiskFileSystem(root: SystemPath("\(root)/cloud"), temporaryDirectory: RootMarkers.temporary(for: device))
+        var engineSettings = EngineSettings(deviceName: device)
+        settings(&engineSettings)
         engine = SyncEngine(local: local, cloud: cloud, store: MemoryRecordStore(), records: [:], clock: clock,
-                            settings: EngineSettings(deviceName: device), log: .silent, rootNames: ("L", "C"))
+                            settings: engineSettings, log: .silent, rootNames: ("L", "C"))
     }
 
     deinit { _ = try? FileManager.default.removeItem(atPath: root) }

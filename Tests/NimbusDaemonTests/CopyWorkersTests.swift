@@ -1,0 +1,151 @@
+import Foundation
+import Synchronization
+import Testing
+import NimbusCore
+import NimbusSystem
+import NimbusVocabulary
+@testable import NimbusDaemon
+
+/// The copies of a batch prepared on worker threads (issue 15), on real folders: the same
+/// result as one thread, dependent actions wait for the copies before them, a failed copy is
+/// retried on its own, and a stop leaves nothing half-done behind.
+@Suite struct CopyWorkersTests {
+    /// Every entry below `side` except the cloud's `.nimbus`: path, mode, content (nil for a
+    /// folder). Conflict copies are named after the clock, so their names are normalized.
+    static func tree(_ pair: DiskPair, _ side: DiskFileSystem) throws -> [String] {
+        let root = side === pair.local ? "\(pair.root)/local" : "\(pair.root)/cloud"
+        return try FileManager.default.subpathsOfDirectory(atPath: root).filter { !$0.hasPrefix(".nimbus") }.map { path in
+            let metadata = try #require(try side.metadata(of: rp(path)))
+            let content = metadata.kind == .file ? String(decoding: try side.readFile(rp(path), limit: 1 << 20), as: UTF8.self) : "/"
+            let name = path.contains("conflict") ? "CONFLICT COPY" : path
+            return "\(name) \(String(metadata.mode, radix: 8)) \(content)"
+        }.sorted()
+    }
+
+    /// Copies' temporary files and staging folders left on either side (not the kept deletions).
+    static func temporaries(_ pair: DiskPair) throws -> [String] {
+        try ["local", "cloud"].flatMap { side in
+            try FileManager.default.subpathsOfDirectory(atPath: "\(pair.root)/\(side)").filter { path in
+                path.split(separator: "/").contains { TemporaryName.isCopyTemporary(Array($0.utf8)) }
+            }
+        }
+    }
+
+    static func write(_ pair: DiskPair, _ relative: String, _ text: String) throws {
+        let path = "\(pair.root)/\(relative)"
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+    }
+
+    /// A first sync, then a pass whose plan interleaves batched copies (new files both ways,
+    /// edited files, a new folder uploaded as a unit) with actions that depend on them: a
+    /// folder renamed, files and a folder removed, a conflict moved aside, a mode changed.
+    /// Returns both sides' trees and the threads the copies' progress came from.
+    static func interleavedPass(copyThreads: Int) throws -> (local: [String], cloud: [String], threads: Set<UInt>) {
+        let pair = try DiskPair { $0.copyThreads = copyThreads }
+        for i in 0..<30 { try write(pair, "local/keep/f\(i)", "keep \(i)") }
+        for i in 0..<10 { try write(pair, "local/old/g\(i)", "old \(i)") }
+        for i in 0..<5 { try write(pair, "local/gone/h\(i)", "gone \(i)") }
+        try write(pair, "local/c.txt", "base")
+        pair.engine.start()
+        #expect(try tree(pair, pair.local) == tree(pair, pair.cloud), "the first sync")
+
+        for i in 0..<40 { try write(pair, "local/new/sub\(i % 3)/n\(i)", "new \(i)") }
+        for i in 0..<20 { try write(pair, "cloud/down/d\(i)", "down \(i)") }
+        for i in 0..<10 { try write(pair, "local/keep/f\(i)", "edited \(i)") }
+        try FileManager.default.moveItem(atPath: "\(pair.root)/local/old", toPath: "\(pair.root)/local/moved")
+        try write(pair, "local/moved/g10", "added after the move")
+        try FileManager.default.removeItem(atPath: "\(pair.root)/cloud/gone")
+        try write(pair, "local/c.txt", "local edit")
+        try write(pair, "cloud/c.txt", "cloud edit")
+        try pair.cloud.setAttributes(rp("keep/f20"), mode: 0o600, mtime: nil)
+
+        let engineThread = ProcessSupport.currentThreadIdentity
+        let threads = Mutex<Set<UInt>>([])
+        pair.engine.onEvent { event in
+            switch event {
+            case .stateChanged(_, .uploading(progress: let done)), .stateChanged(_, .downloading(progress: let done)):
+                if done > 0 { _ = threads.withLock { $0.insert(ProcessSupport.currentThreadIdentity) } }
+            default: break
+            }
+        }
+        pair.clock.advance(by: .seconds(2))
+        pair.engine.sync(nil)
+        pair.engine.onEvent(nil)
+        let left = try temporaries(pair)
+        #expect(left.isEmpty, "left: \(left)")
+        for i in 0..<40 { #expect(pair.engine.entry(rp("new/sub\(i % 3)/n\(i)"))?.state == .downloaded, "new/…/n\(i)") }
+        for i in 0..<20 { #expect(pair.engine.entry(rp("down/d\(i)"))?.state == .downloaded, "down/d\(i)") }
+        return (try tree(pair, pair.local), try tree(pair, pair.cloud), threads.withLock { $0 }.subtracting([engineThread]))
+    }
+
+    @Test func aPassWithDependentActionsEndsAsWithOneThread() throws {
+        let one = try Self.interleavedPass(copyThreads: 1)
+        let two = try Self.interleavedPass(copyThreads: 2)
+        #expect(one.local == one.cloud)
+        #expect(two.local == two.cloud)
+        #expect(two.local == one.local, "two threads must leave the same tree as one")
+        #expect(one.local.contains("moved/g10 644 added after the move") && one.local.contains("keep/f20 600 keep 20"))
+        #expect(!one.local.contains { $0.hasPrefix("gone") || $0.hasPrefix("old") })
+        #expect(one.local.count { $0.hasPrefix("CONFLICT COPY") } == 1)
+        #expect(one.threads.isEmpty, "one thread: every copy on the engine thread")
+        #expect((1...2).contains(two.threads.count), "two threads: the copies prepared on workers (\(two.threads.count))")
+    }
+
+    /// The source of one copy in the middle of a batch changes after the plan was made: only
+    /// that copy fails, is retried, and lands at the next pass; the others are installed.
+    @Test(arguments: [1, 2])
+    func aCopyThatFailsMidBatchIsRetriedOnItsOwn(copyThreads: Int) throws {
+        let pair = try DiskPair { $0.copyThreads = copyThreads }
+        try Self.write(pair, "local/first", "first")
+        pair.engine.start()
+        for i in 0..<40 { try Self.write(pair, "local/batch/f\(i)", "content \(i)") }
+        pair.clock.advance(by: .seconds(2))
+        let plan = pair.engine.makePlan(pair.engine.gather([.root]))
+        #expect(plan.actions.count { if case .copy = $0 { true } else { false } } == 40)
+        try Self.write(pair, "local/batch/f17", "changed after the plan, and longer")
+        _ = pair.engine.execute(plan)
+        pair.engine.commit()
+
+        for i in 0..<40 where i != 17 {
+            #expect(try pair.cloud.readFile(rp("batch/f\(i)"), limit: 1 << 10) == Array("content \(i)".utf8), "batch/f\(i)")
+        }
+        #expect(try pair.cloud.metadata(of: rp("batch/f17")) == nil, "a copy of a changed source is not installed")
+        let retried = pair.engine.state.withLock { $0.retries.keys }
+        #expect(Set(retried) == [rp("batch/f17")], "only the changed file is retried: \(retried)")
+        let shown = pair.engine.state.withLock { Set($0.transient.keys) }
+        #expect(shown.isSubset(of: [rp("batch/f17")]), "only the changed file may still be shown as copying: \(shown)")
+        #expect(try Self.temporaries(pair).isEmpty)
+
+        pair.clock.advance(by: .seconds(10))
+        pair.engine.sync(pair.engine.dueRetries())
+        #expect(try pair.cloud.readFile(rp("batch/f17"), limit: 1 << 10) == Array("changed after the plan, and longer".utf8))
+    }
+
+    /// A stop requested in the middle of a batch: what was prepared is installed and
+    /// recorded, nothing else; no temporary file or staging folder stays; nothing is shown
+    /// as still copying.
+    @Test(arguments: [1, 2])
+    func aStopMidBatchRecordsOnlyWhatWasInstalled(copyThreads: Int) throws {
+        let pair = try DiskPair { $0.copyThreads = copyThreads }
+        let count = 300
+        for i in 0..<count { try Self.write(pair, "local/d\(i / 10)/f\(i)", "content \(i)") }
+        let beats = Mutex(0)
+        let engine = pair.engine
+        engine.onHeartbeat {
+            if beats.withLock({ $0 += 1; return $0 }) == count / 3 { engine.requestStop() }
+        }
+        engine.start()
+
+        let copied = (0..<count).filter { (try? pair.cloud.metadata(of: rp("d\($0 / 10)/f\($0)"))) != nil }
+        #expect(!copied.isEmpty && copied.count < count * 2 / 3, "the pass must stop part of the way (\(copied.count) copied)")
+        #expect(try Self.temporaries(pair).isEmpty, "no temporary or staging folder may be left")
+        let store = try #require(engine.store as? MemoryRecordStore)
+        let recorded = store.committed.filter { $0.value.base.kind == .file }.keys.map(\.description).sorted()
+        #expect(recorded == copied.map { "d\($0 / 10)/f\($0)" }.sorted(), "exactly the installed files are recorded")
+        for i in copied {
+            #expect(try pair.cloud.readFile(rp("d\(i / 10)/f\(i)"), limit: 1 << 10) == Array("content \(i)".utf8))
+        }
+        #expect(engine.state.withLock { $0.transient.isEmpty }, "nothing is left shown as copying")
+    }
+}
