@@ -110,8 +110,9 @@ public final class PairRuntime<FS: FileSystem, Watcher: TreeWatching>: @unchecke
                                      nextPoll: options.cloudPolls ? now + options.pollInterval : nil)
         if options.cloudPolls { batcher.polledSides.insert(.cloud) }
         loadIgnoreRules()
-        // The watchdog is fed from the engine thread only, between actions and during copies,
-        // so a stuck engine stops the pings and systemd restarts the daemon.
+        // The watchdog is fed from the engine thread, between actions and during copies (a
+        // batched copy's progress comes from the copy worker the engine thread waits for), so
+        // a stuck engine stops the pings and systemd restarts the daemon.
         if let interval = notifier.watchdogInterval {
             nextWatchdog = clock.monotonicNow + interval
             let due = Mutex(clock.monotonicNow + interval)

@@ -17,6 +17,10 @@ import Synchronization
 ///   `state` itself.
 /// - `stopRequested` and the two flags are atomics, set from any thread (a signal handler)
 ///   and read on the engine thread.
+/// - A batch's copies are prepared on worker threads (`SyncEngine+CopyWorkers`) while the
+///   engine thread waits for them in plan order: a worker calls `prepare` only, which reaches
+///   the filesystems, `heartbeat`, `setTransient` (so `emit`) and `leftoverCopiesPossible`,
+///   never the store, the records or an entry point. No worker outlives `execute`.
 /// It is `@unchecked Sendable` because the file systems and the store are not `Sendable`;
 /// the rules above are what makes sharing it safe.
 public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
@@ -107,7 +111,7 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
     }
 
     /// Receives state changes, conflicts and errors (for `watch`). Called on the engine
-    /// thread: it must not block.
+    /// thread, or for the progress of a batched copy on a copy worker: it must not block.
     public func onEvent(_ handler: (@Sendable (EngineEvent) -> Void)?) {
         eventHandler.withLock { $0 = handler.map(Callback.init) }
     }
@@ -117,14 +121,15 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
         alertHandler.withLock { $0 }?.call(event)
     }
 
-    /// Receives the same events as `onEvent`, for the desktop notifications. Called on the
-    /// engine thread: it must not block.
+    /// Receives the same events as `onEvent`, for the desktop notifications. Called as
+    /// `onEvent`'s handler is: it must not block.
     public func onAlert(_ handler: (@Sendable (EngineEvent) -> Void)?) {
         alertHandler.withLock { $0 = handler.map(Callback.init) }
     }
 
-    /// Called between actions and during copies: proof that the engine is making progress
-    /// (systemd's watchdog is fed from here).
+    /// Called between actions and during copies (on a copy worker for a batched copy, whose
+    /// end the engine thread waits for): proof that the engine is making progress (systemd's
+    /// watchdog is fed from here). The handler must be safe from any thread.
     public func onHeartbeat(_ handler: (@Sendable () -> Void)?) {
         heartbeatHandler.withLock { $0 = handler.map { call in Callback { _ in call() } } }
     }
