@@ -29,15 +29,16 @@ struct JournalDirectory {
     let path: SystemPath
     let descriptor: FileDescriptor
 
-    /// Opens the directory, creating it and missing parents, and takes its exclusive lock
-    /// (held until `close`), so two writers can never interleave their appends; a lock held
-    /// elsewhere is asked for again every 10 ms for `lockWait` (see `Journal.lockWait`).
+    /// Opens the directory, creating it and missing parents (their entries made durable), and
+    /// takes its exclusive lock (held until `close`), so two writers can never interleave their
+    /// appends; a lock held elsewhere is asked for again every 10 ms for `lockWait` (see `Journal.lockWait`).
     static func open(_ path: SystemPath, lockWait: Duration = Journal.lockWait) throws -> JournalDirectory {
         let descriptor: FileDescriptor
         do {
             descriptor = try FileDescriptor.open(path, .directory)
         } catch let error as Errno where error == .noSuchFile {
-            try makeDirectories(path)
+            // Durable: a journal folder whose entry a crash loses takes the journal with it.
+            try failing("mkdir", path) { try makeDirectories(path, permissions: directoryPermissions, durable: true) }
             descriptor = try failing("open", path) { try FileDescriptor.open(path, .directory) }
         } catch let error as Errno {
             throw error.at("open", path)
@@ -160,26 +161,6 @@ struct JournalDirectory {
 
     private static func temporaryName(for name: SystemPath) -> SystemPath {
         SystemPath(bytes: name.bytes + Array(".tmp".utf8))
-    }
-
-    /// mkdir -p, creating what is missing with owner-only permissions.
-    private static func makeDirectories(_ path: SystemPath) throws {
-        let slash = UInt8(ascii: "/")
-        let base = try failing("open", path) { try FileDescriptor.open(path.isAbsolute ? "/" : ".", .directory) }
-        defer { try? base.close() }
-        var prefix: [UInt8] = []
-        for component in path.bytes.split(separator: slash) {
-            if !prefix.isEmpty { prefix.append(slash) }
-            prefix += component
-            let partial = SystemPath(bytes: prefix)
-            do {
-                try base.makeDirectory(partial, permissions: directoryPermissions)
-            } catch let error as Errno where error == .fileExists {
-                continue
-            } catch let error as Errno {
-                throw error.at("mkdir", path.isAbsolute ? SystemPath("/").appending(partial) : partial)
-            }
-        }
     }
 }
 

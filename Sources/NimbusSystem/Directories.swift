@@ -3,15 +3,29 @@ import NimbusVocabulary
 
 /// `mkdir -p`: creates `path` and any missing parents with `permissions`.
 /// Succeeds when the directory already exists. The corresponding C function is `mkdir`.
-public func makeDirectories(_ path: SystemPath, permissions: UInt32 = 0o755) throws {
+///
+/// `durable`: the parent of each folder created is fsynced, so the new entries survive a crash
+/// on filesystems that do not order directory creation (xfs, btrfs, some ext4 options); folders
+/// that already existed cost nothing. The daemon's state folder needs it: losing it loses the
+/// journal, and the next start rescans both sides as new.
+public func makeDirectories(_ path: SystemPath, permissions: UInt32 = 0o755, durable: Bool = false) throws {
+    var path = path
+    while path.bytes.count > 1 && path.bytes.last == UInt8(ascii: "/") { path.bytes.removeLast() }
     if path.bytes.isEmpty || path.bytes == [UInt8(ascii: "/")] { return }
     do {
         try FileDescriptor(rawValue: AT_FDCWD).makeDirectory(path, permissions: permissions)
     } catch let error as Errno where error == .noSuchFile {
-        try makeDirectories(path.parent, permissions: permissions)
-        try makeDirectories(path, permissions: permissions)
+        try makeDirectories(path.parent, permissions: permissions, durable: durable)
+        try makeDirectories(path, permissions: permissions, durable: durable)
+        return
     } catch let error as Errno where error == .fileExists {
         guard try FileDescriptor(rawValue: AT_FDCWD).metadataFollowingLinks(of: path).kind == .directory else { throw error }
+        return
+    }
+    if durable {
+        let parent = try FileDescriptor.open(path.parent.bytes.isEmpty ? "." : path.parent, .directory)
+        defer { try? parent.close() }
+        try parent.sync()
     }
 }
 

@@ -26,6 +26,42 @@ import Testing
         }
     }
 
+    /// A journal folder created with its parents is only as durable as their entries: on a
+    /// filesystem that does not order directory creation (xfs, btrfs) a crash could lose the
+    /// whole journal. Each parent of a folder created is flushed once; an existing tree costs
+    /// no flush at all.
+    @Test func creatingTheFoldersFlushesEachNewParentAndAnExistingTreeNothing() throws {
+        try withTemporaryDirectory { directory in
+            let base = directory.url.resolvingSymlinksInPath().path
+            var flushed: [String] = []
+            let faults = SyscallFaults(afterSync: { flushed.append(Self.openedPath(of: $0)) })
+            let folder = directory.path.appending("state/nimbus/journal")
+            let journal = try faults.inject { try Journal.open(directory: folder) { _ in } }
+            #expect(flushed == [base, base + "/state", base + "/state/nimbus"], "creating state/nimbus/journal")
+            try journal.close()
+
+            flushed = []
+            let reopened = try faults.inject { try Journal.open(directory: folder) { _ in } }
+            try reopened.close()
+            #expect(flushed == [], "opening the existing journal folder")
+        }
+    }
+
+    /// A folder created in an existing one flushes that parent alone (a trailing slash names the
+    /// same folder), and creating it again flushes nothing.
+    @Test func aDurableFolderFlushesItsParentOnlyWhenCreated() throws {
+        try withTemporaryDirectory { directory in
+            let base = directory.url.resolvingSymlinksInPath().path
+            var flushed: [String] = []
+            let faults = SyscallFaults(afterSync: { flushed.append(Self.openedPath(of: $0)) })
+            try faults.inject { try makeDirectories(directory.path.appending("a/"), durable: true) }
+            #expect(flushed == [base], "creating a/ in an existing folder")
+            flushed = []
+            try faults.inject { try makeDirectories(directory.path.appending("a"), durable: true) }
+            #expect(flushed == [], "creating a again")
+        }
+    }
+
     /// What a crash before the first commit may leave, in the directory of a new journal
     /// (nothing of it was flushed), and what an older Nimbus left, which made a snapshot too.
     static let leftByCreating: [(name: String, snapshot: [UInt8]?, log: [UInt8]?)] = [
@@ -89,12 +125,16 @@ import Testing
         }
     }
 
-    /// The name a descriptor was opened with, as /proc tells it.
+    /// The last component of the path a descriptor was opened with.
     private static func lastComponent(of descriptor: Int32) -> String {
+        String(openedPath(of: descriptor).split(separator: "/").last ?? "")
+    }
+
+    /// The path a descriptor was opened with, as /proc tells it.
+    private static func openedPath(of descriptor: Int32) -> String {
         var buffer = [CChar](repeating: 0, count: 4096)
         let count = readlink("/proc/self/fd/\(descriptor)", &buffer, buffer.count - 1)
         guard count > 0 else { return "descriptor \(descriptor)" }
-        let path = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        return String(path.split(separator: "/").last ?? "")
+        return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
