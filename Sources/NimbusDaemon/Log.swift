@@ -12,15 +12,27 @@ public final class Logger: Sendable {
 
     let threshold: Level?
     let journald: Bool
+    /// Where lines go instead of stderr, when set.
+    let sink: (@Sendable (Level, String) -> Void)?
 
     public init(threshold: Level = .info, journald: Bool = ProcessInfo.processInfo.environment["JOURNAL_STREAM"] != nil) {
         self.threshold = threshold
         self.journald = journald
+        sink = nil
+    }
+
+    /// Hands each message at or above `threshold` to `sink` instead of writing it: tests read
+    /// what was logged, and how often.
+    public init(threshold: Level = .debug, sink: @escaping @Sendable (Level, String) -> Void) {
+        self.threshold = threshold
+        journald = false
+        self.sink = sink
     }
 
     private init(silent: Void) {
         threshold = nil
         journald = false
+        sink = nil
     }
 
     /// Logs nothing (simulations, benchmarks).
@@ -28,6 +40,7 @@ public final class Logger: Sendable {
 
     public func log(_ level: Level, _ message: @autoclosure () -> String) {
         guard let threshold, level <= threshold else { return }
+        if let sink { return sink(level, message()) }
         let line = journald ? "<\(level.rawValue)>\(message())\n" : "nimbusd: \(level == .info || level == .notice ? "" : "\(level.name): ")\(message())\n"
         ProcessSupport.write(line, toStandardError: true)
     }

@@ -82,6 +82,7 @@ extension PairRuntime {
             nextWatchdog = now + interval
         }
         for path in engine.dueRetries() { batcher.batcher.add(.settled(path), now: now) }
+        engine.retryCommitIfDue()
         // What deleted files kept for the mass-delete guard goes once its window has passed
         // (not while a root is missing: the rest of that deletion cannot be seen then).
         if !isHalted, let due = engine.nextKeptRelease, now >= due { engine.releaseExpiredDeletions() }

@@ -142,16 +142,40 @@ extension SyncEngine {
     func commit() {
         // The first record makes the pair paired, after which a missing marker halts it: the
         // local marker must be durable before (`RootMarkers.check`). Held records are written
-        // by the next commit (the next pass that changes something, or the stop).
+        // by the next commit: a retry with back-off (`retryCommitIfDue`), the next pass that
+        // changes something, or the stop.
         if state.withLock({ $0.localMarkerAwaitsFlush }), let error = flush([.local])[.local] {
-            log.error("cannot flush the local folder: \(error). The journal is written once it can be; until then, changes are re-checked at the next start.")
-            return
+            return holdCommit("cannot flush the local folder: \(error). The journal is written once it can be (tried again "
+                + "after a pause that grows up to 5 minutes); until then, changes are re-checked at the next start.")
         }
         do {
             try store.commit()
             try store.compactIfNeeded(state.withLock { $0.index.all.map { (key: $0.0, value: $0.1) } })
         } catch {
-            log.error("cannot write the journal: \(error). Sync continues; changes since the last successful write will be re-checked at the next start.")
+            return holdCommit("cannot write the journal: \(error). Sync continues and the journal is tried again after a pause "
+                + "that grows up to 5 minutes; changes since the last successful write will be re-checked at the next start.")
         }
+        if let failures = state.withLock({ s in defer { s.heldCommit = nil }; return s.heldCommit?.failures }) {
+            log.notice("the journal is written again, after \(failures) failed \(failures == 1 ? "try" : "tries")")
+        }
+    }
+
+    /// Tries a held commit again once its pause is over (the runtime calls it at every turn):
+    /// without it, records held by a failed flush waited for the next pass that changed
+    /// something, or the stop.
+    public func retryCommitIfDue() {
+        guard let due = state.withLock({ $0.heldCommit?.due }), clock.monotonicNow >= due else { return }
+        commit()
+    }
+
+    /// Schedules the next try of a failed commit with back-off; `problem` is logged as an
+    /// error once per streak of failures, the tries after it at debug level.
+    private func holdCommit(_ problem: String) {
+        let failures = state.withLock { s in
+            let failures = (s.heldCommit?.failures ?? 0) + 1
+            s.heldCommit = (clock.monotonicNow + Self.retryDelay(attempt: failures), failures)
+            return failures
+        }
+        if failures == 1 { log.error(problem) } else { log.debug("failed again (try \(failures)): \(problem)") }
     }
 }

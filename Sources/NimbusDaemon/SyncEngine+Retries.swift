@@ -8,11 +8,12 @@ extension SyncEngine {
         state.withLock { s in
             let attempt = s.retryCount[path, default: 0] + 1
             s.retryCount[path] = attempt
-            // 1 s, 2 s, 4 s … up to 5 minutes.
-            let delay = fixedDelay ?? .seconds(min(300, 1 << min(attempt - 1, 9)))
-            s.retries[path] = clock.monotonicNow + delay
+            s.retries[path] = clock.monotonicNow + (fixedDelay ?? Self.retryDelay(attempt: attempt))
         }
     }
+
+    /// The pause before try number `attempt` + 1: 1 s, 2 s, 4 s … up to 5 minutes.
+    static func retryDelay(attempt: Int) -> Duration { .seconds(min(300, 1 << min(attempt - 1, 9))) }
 
     /// Looks at `paths` again soon (an application released its lease on them).
     public func scheduleSoon(_ paths: [RelativePath]) {
@@ -20,8 +21,10 @@ extension SyncEngine {
         state.withLock { s in for path in paths { s.retries[path] = now } }
     }
 
-    /// When the next retry is due, if any.
-    public var nextRetry: MonotonicInstant? { state.withLock { $0.retries.values.min() } }
+    /// When the next retry (of a path, or of a held commit) is due, if any.
+    public var nextRetry: MonotonicInstant? {
+        state.withLock { s in [s.retries.values.min(), s.heldCommit?.due].compactMap { $0 }.min() }
+    }
 
     /// Paths whose retry is due now; they are removed from the schedule.
     public func dueRetries() -> Set<RelativePath> {

@@ -77,6 +77,10 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
         /// A local marker was written and the local filesystem not flushed since: the
         /// journal's next commit waits for that flush (`RootMarkers.check`).
         var localMarkerAwaitsFlush = false
+        /// A commit failed (the local folder's flush before it, or the journal's write), its
+        /// records still held: when it is tried again, and how many tries failed in a row
+        /// (`retryCommitIfDue`).
+        var heldCommit: (due: MonotonicInstant, failures: Int)?
         /// Files this device created in a cloud whose creates are not exclusive on the server,
         /// to read again when due (`checkCreatesDue`): the hash written and which check is next.
         var createChecks: [RelativePath: (hash: ContentHash, due: MonotonicInstant, check: Int)] = [:]

@@ -1,3 +1,4 @@
+import Synchronization
 import Testing
 import NimbusCore
 import NimbusSimulation
@@ -35,6 +36,37 @@ import NimbusVocabulary
         #expect(pair.store.memory.committed[rp("up/a")] != nil, "committed once the local folder was flushed")
         #expect(pair.isSynced)
     }
+
+    /// The local folder cannot be flushed for a while: the held commit is tried again after
+    /// 1 s, 2 s, 4 s… with no change to any file, logged as an error once for the streak, and
+    /// everything is committed as soon as the flush works.
+    @Test func aHeldCommitIsTriedAgainWithBackOffAndLoggedOncePerStreak() throws {
+        let logged = Mutex<[(level: Logger.Level, message: String)]>([])
+        let pair = UploadingPair(sameFilesystem: false, log: Logger(threshold: .notice) { level, message in
+            logged.withLock { $0.append((level, message)) }
+        })
+        pair.local.fail(.synchronize, with: .ioError, times: 1_000)
+        pair.engine.start()
+        var pauses: [Duration] = []
+        for _ in 0..<3 {
+            let due = try #require(pair.engine.nextRetry, "the held commit is tried again")
+            pauses.append(due - pair.clock.monotonicNow)
+            pair.clock.advance(by: due - pair.clock.monotonicNow)
+            pair.engine.retryCommitIfDue()
+        }
+        #expect(pauses == [.seconds(1), .seconds(2), .seconds(4)])
+        #expect(pair.local.calls(.synchronize) == 4, "the start and three tries")
+        #expect(pair.store.memory.committed.isEmpty)
+
+        pair.local.removeAllFaults()
+        let due = try #require(pair.engine.nextRetry)
+        pair.clock.advance(by: due - pair.clock.monotonicNow)
+        pair.engine.retryCommitIfDue()
+        #expect(UploadingPair.names.allSatisfy { pair.store.memory.committed[rp("up/\($0)")] != nil }, "committed once the flush works")
+        #expect(pair.engine.nextRetry == nil)
+        let aboutTheJournal = logged.withLock { $0.filter { $0.level == .error || $0.message.contains("journal") } }
+        #expect(aboutTheJournal.map(\.level) == [.error, .notice], "one error for the streak, one note when it ends: \(aboutTheJournal)")
+    }
 }
 
 /// A pair whose first sync uploads a few files in one batch, its folders on one filesystem
@@ -47,7 +79,7 @@ private struct UploadingPair {
     let store: FlushNotingStore
     let engine: SyncEngine<FaultyFileSystem<MemoryFileSystem>>
 
-    init(sameFilesystem: Bool) {
+    init(sameFilesystem: Bool, log: Logger = .silent) {
         local = FaultyFileSystem(MemoryFileSystem(time: clock.timeSource, device: 1))
         cloud = FaultyFileSystem(MemoryFileSystem(time: clock.timeSource, temporaryDirectory: RootMarkers.temporary(for: "laptop"),
                                                   device: sameFilesystem ? 1 : 2))
@@ -58,7 +90,7 @@ private struct UploadingPair {
         settings.batchThreshold = 2
         settings.copyThreads = 1  // As `Pair`: memory filesystems replay in order.
         engine = SyncEngine(local: local, cloud: cloud, store: store, records: [:], clock: clock,
-                            settings: settings, log: .silent, rootNames: ("L", "C"))
+                            settings: settings, log: log, rootNames: ("L", "C"))
     }
 
     var isSynced: Bool {

@@ -22,6 +22,22 @@ import NimbusVocabulary
         #expect(pair.runtime.statusLine().hasPrefix("Synced "))
     }
 
+    /// The journal could not be written after a pass (a full disk): the records it held are
+    /// written once it can be, by a retry, with no further change to any file. Before, they
+    /// waited for the next pass that changed something, or the stop.
+    @Test func aFailedCommitIsTriedAgainWithoutAnotherChange() throws {
+        let pair = MemoryRuntime()
+        try pair.local.write(rp("notes.txt"), "hello")
+        pair.store.failure = .noSpace
+        pair.runtime.begin()
+        defer { pair.runtime.finish() }
+        #expect(pair.content(pair.cloud, "notes.txt") == "hello")
+        #expect(pair.store.committed.isEmpty, "nothing is committed while the journal cannot be written")
+        pair.store.failure = nil
+        try pair.stepUntil("the held records are committed") { pair.store.committed[rp("notes.txt")] != nil }
+        #expect(pair.runtime.engine.nextRetry == nil, "nothing is left to retry")
+    }
+
     /// A folder that could not be watched at the start (inotify instances all taken by other
     /// programs: EMFILE) is tried again within seconds, not only polled every `pollInterval`,
     /// and is rescanned once watched: what changed there meanwhile arrives long before the

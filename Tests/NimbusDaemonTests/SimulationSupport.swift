@@ -9,10 +9,13 @@ final class MemoryRecordStore: RecordStore, @unchecked Sendable {
     private(set) var committed: [RelativePath: PathRecord] = [:]
     private var pending: [(RelativePath, PathRecord?)] = []
     private(set) var writes = 0
+    /// Set: every commit fails with it, and keeps its records for the next (as the journal does).
+    var failure: Errno?
 
     func put(_ path: RelativePath, _ record: PathRecord) { pending.append((path, record)); writes += 1 }
     func remove(_ path: RelativePath) { pending.append((path, nil)); writes += 1 }
     func commit() throws {
+        if let failure { throw failure.at("append to", "journal.log") }
         for (path, record) in pending { committed[path] = record }
         pending = []
     }
