@@ -66,12 +66,44 @@ struct VersionsCommandTests {
         }
     }
 
+    /// Two versions displaced within one second, 0.2 s and 0.8 s into it: `--at` with a
+    /// fraction picks the content the file held at that instant. Before, a fraction was
+    /// refused, and a time read to the whole second could not tell them apart.
+    @Test func restoreAtAFractionOfASecondTellsTwoVersionsOfOneSecondApart() async throws {
+        try await CtlDaemon.with { d in
+            try d.write("a.txt", "now")
+            try await d.waitForCloud("a.txt", "now")
+            // Named as the daemon names them, a minute ago (well inside the retention).
+            let second = Date().timeIntervalSince1970.rounded(.down) - 60
+            let ids = ["200000000", "800000000"].map { utcParts(second).stamp + "." + $0 + "-test" }
+            for (id, text) in zip(ids, ["first", "second"]) {
+                try d.write(".nimbus/versions/a.txt/" + id + ".nimbus-version", text, side: "cloud")
+            }
+            for (fraction, expected) in [(".5", ids[1]), (".1", ids[0]), (".199999999", ids[0]), (".2", ids[1])] {
+                let result = try await d.ctl(["--json", "restore", "a.txt", "--at", utcParts(second).iso + fraction + "Z", "--dry-run"])
+                #expect(result.status == 0, "\(fraction): \(result)")
+                #expect((try? result.json())?["version"] as? String == expected, "at \(fraction) s: \(result)")
+            }
+            let restored = try await d.ctl(["restore", "a.txt", "--at", utcParts(second).iso + ".5Z"])
+            #expect(restored.status == 0, "\(restored)")
+            try await Polling.eventually("the version of 0.8 s to come back here") {
+                d.read("a.txt") == "second" ? nil : "a.txt holds \(d.read("a.txt") ?? "nothing")"
+            }
+        }
+    }
+
     /// "2024-03-01T14:30:05Z" for a time in seconds since 1970.
-    func isoUTC(_ seconds: Double) -> String {
+    func isoUTC(_ seconds: Double) -> String { utcParts(seconds).iso + "Z" }
+
+    /// The UTC time of `seconds` (rounded down) as "2024-03-01T14:30:05" and as a version
+    /// name's stamp, "2024-03-01_143005".
+    func utcParts(_ seconds: Double) -> (iso: String, stamp: String) {
         var time = time_t(seconds)
         var parts = tm()
         gmtime_r(&time, &parts)
         func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
-        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
+        let date = "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))"
+        return (date + "T" + two(parts.tm_hour) + ":" + two(parts.tm_min) + ":" + two(parts.tm_sec),
+                date + "_" + two(parts.tm_hour) + two(parts.tm_min) + two(parts.tm_sec))
     }
 }

@@ -98,7 +98,13 @@ struct FormattingTests {
         #expect(Format.parseTime("2023-11-14 23:13:20", now: now, utcOffsetSeconds: 3600) == 1_700_000_000_000_000_000,
                 "local time is UTC + offset")
         #expect(Format.parseTime("2023-11-14 23:13", now: now, utcOffsetSeconds: 3600) == 1_699_999_980_000_000_000)
-        for bad in ["yesterday", "2023-13-01", "2023-11-14 25:00", "", "2h30", "14:30", "2023-1-5"] {
+        // Fractions of a second, to the nanosecond: versions are stamped so.
+        #expect(Format.parseTime("2023-11-14T22:13:20.5Z", now: now, utcOffsetSeconds: 0) == 1_700_000_000_500_000_000)
+        #expect(Format.parseTime("2023-11-14 23:13:20.000000001", now: now, utcOffsetSeconds: 3600) == 1_700_000_000_000_000_001)
+        #expect(Format.parseTime("2023-11-14T22:13:20.123456789Z", now: now, utcOffsetSeconds: 0) == 1_700_000_000_123_456_789)
+        for bad in ["yesterday", "2023-13-01", "2023-11-14 25:00", "", "2h30", "14:30", "2023-1-5",
+                    "2023-11-14 22:13:20.", "2023-11-14 22:13:20.1234567890", "2023-11-14 22:13.5", "2023-11-14 22:13:20.-5",
+                    "2023-11-14 22:13:20.5.5", "2023-11-14 22:13:20.+5"] {
             #expect(Format.parseTime(bad, now: now, utcOffsetSeconds: 0) == nil, "\(bad)")
         }
     }

@@ -85,7 +85,7 @@ enum Catalogue {
                         options: [
                             OptionSpec(long: "version", value: "ID", help: "The version to restore, from 'nimbusctl versions' (default: the newest)"),
                             OptionSpec(long: "to", value: "PATH", completesFiles: true, help: "Restore as PATH instead of over the file"),
-                            OptionSpec(long: "at", value: "TIME", help: "As it was at TIME: 2024-03-01 14:30, 2024-03-01T14:30:00Z, or 2h (ago)"),
+                            OptionSpec(long: "at", value: "TIME", help: "As it was at TIME: 2024-03-01 14:30, 2024-03-01T14:30:05.25Z, or 2h (ago)"),
                             OptionSpec(long: "dry-run", help: "Only list what would come back"),
                         ],
                         examples: ["nimbusctl restore notes.txt", "nimbusctl restore notes.txt --version 3 --to notes-old.txt",

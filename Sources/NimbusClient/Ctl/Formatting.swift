@@ -71,8 +71,10 @@ enum Format {
     }
 
     /// A time given on the command line (`restore --at`), in ns since 1970: "2024-03-01",
-    /// "2024-03-01 14:30[:05]" or "2024-03-01T14:30[:05]" in local time, the same ending in
-    /// "Z" in UTC, or how long ago: "90s", "30min", "2h", "3d". Nil when it is none of these.
+    /// "2024-03-01 14:30[:05[.250]]" or "2024-03-01T14:30[:05[.250]]" in local time, the same
+    /// ending in "Z" in UTC, or how long ago: "90s", "30min", "2h", "3d". Nil when it is none
+    /// of these. The seconds may have a fraction of up to nine digits: versions are stamped to
+    /// the nanosecond, and two displaced within one second are told apart only so.
     static func parseTime(_ text: String, now: Double, utcOffsetSeconds: Int) -> Int64? {
         let trimmed = trimmedOfSpaces(text)
         let units: [(String, Int64)] = [("min", 60), ("s", 1), ("m", 60), ("h", 3600), ("d", 86_400), ("w", 604_800)]
@@ -90,15 +92,30 @@ enum Format {
         guard date.count == 3, let year = date[0], let month = date[1], let day = date[2],
               (1...12).contains(month), (1...31).contains(day), parts[0].count == 10 else { return nil }
         var clock: [Int64] = [0, 0, 0]
+        var subsecond: Int64 = 0
         if parts.count == 2 {
-            let fields = parts[1].split(separator: ":", omittingEmptySubsequences: false).map { Int64($0) }
-            guard (2...3).contains(fields.count), fields.allSatisfy({ $0 != nil }) else { return nil }
-            for (index, field) in fields.enumerated() { clock[index] = field! }
+            var fields = parts[1].split(separator: ":", omittingEmptySubsequences: false)
+            if fields.count == 3, let dot = fields[2].firstIndex(of: ".") {
+                guard let fraction = nanoseconds(ofFraction: fields[2][fields[2].index(after: dot)...]) else { return nil }
+                subsecond = fraction
+                fields[2] = fields[2][..<dot]
+            }
+            let numbers = fields.map { Int64($0) }
+            guard (2...3).contains(numbers.count), numbers.allSatisfy({ $0 != nil }) else { return nil }
+            for (index, number) in numbers.enumerated() { clock[index] = number! }
             guard clock[0] < 24, clock[1] < 60, clock[2] < 61 else { return nil }
         }
         let days = CivilTime.daysSinceEpoch(year: year, month: month, day: day)
         let seconds = days * 86_400 + clock[0] * 3600 + clock[1] * 60 + clock[2] - (utc ? 0 : Int64(utcOffsetSeconds))
-        return (WallInstant.origin + .seconds(seconds)).nanoseconds
+        return (WallInstant.origin + .seconds(seconds) + .nanoseconds(subsecond)).nanoseconds
+    }
+
+    /// The nanoseconds a fraction of a second stands for ("25" → 250 000 000): one to nine
+    /// digits, nil otherwise.
+    private static func nanoseconds(ofFraction digits: Substring) -> Int64? {
+        guard (1...9).contains(digits.count), digits.allSatisfy({ $0.isASCII && $0.isNumber }),
+              let value = Int64(digits) else { return nil }
+        return (0..<(9 - digits.count)).reduce(value) { number, _ in number * 10 }
     }
 
     static func trimmedOfSpaces(_ text: String) -> String {

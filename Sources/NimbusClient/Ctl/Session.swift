@@ -56,7 +56,7 @@ struct Session: Sendable {
             let time = try at.map { text in
                 guard let ns = Format.parseTime(text, now: context.now, utcOffsetSeconds: context.utcOffsetSeconds) else {
                     throw UsageError(message: "cannot read the time '\(text)' of --at",
-                                     reason: "expected a date and time such as 2024-03-01 14:30 (local time), 2024-03-01T14:30:00Z (UTC), or how long ago such as 2h, 30min, 3d",
+                                     reason: "expected a date and time such as 2024-03-01 14:30 or 2024-03-01 14:30:05.25 (local time), 2024-03-01T14:30:00Z (UTC), or how long ago such as 2h, 30min, 3d",
                                      suggestion: "nimbusctl restore \(ShellWord.quote(path)) --at '2024-03-01 14:30'")
                 }
                 return ns
