@@ -47,6 +47,13 @@ extension ControlHandler {
                  suggestion: "check the path with 'nimbusctl ls'")
     }
 
+    /// `path` is one of Nimbus's own names (`RootMarkers.ownName` says what it is): plainly
+    /// not a file of the user's, rather than "not in the local folder", which it may well be.
+    static func nimbusOwn(_ path: RelativePath, _ what: String) -> RPCError {
+        RPCError(.nimbusOwn, "Nimbus's own name, never synced", reason: "\(path) is \(what); it is never synced",
+                 suggestion: "nothing to do: Nimbus creates and removes it by itself")
+    }
+
     /// An engine or system error as the protocol says it.
     static func failure(_ error: any Error, path: RelativePath? = nil) -> RPCError {
         if let error = error as? RPCError { return error }

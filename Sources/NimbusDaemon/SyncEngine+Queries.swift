@@ -94,12 +94,9 @@ extension SyncEngine {
         path == RootMarkers.local || TemporaryName.isTemporary(path.name)
     }
 
-    /// Whether `path` is one of Nimbus's own names in the local folder or lies inside one:
-    /// the root marker, a copy's temporary file, the holding folder of kept deletions
-    /// (`.nimbus-tmp-deleted/…`). Queries never show them as the user's files.
-    static func isNimbusOwn(_ path: RelativePath) -> Bool {
-        path == RootMarkers.local || path.components.contains { TemporaryName.isTemporary($0) }
-    }
+    /// Whether `path` is one of Nimbus's own names in the local folder or lies inside one
+    /// (`RootMarkers.ownName`). Queries never show them as the user's files.
+    static func isNimbusOwn(_ path: RelativePath) -> Bool { RootMarkers.ownName(path) != nil }
 
     public func conflicts() -> [Conflict] {
         state.withLock { s in
@@ -181,5 +178,23 @@ extension SyncEngine {
         if let there, there.kind == .file { try moveToVersions(copy, filedUnder: path) }
         if here != nil { try local.removeFile(copy) }
         setRecord(copy, nil)
+    }
+}
+
+extension RootMarkers {
+    /// What `path` is when it is one of Nimbus's own names in the local folder or lies inside
+    /// one, in words that finish "PATH is …": the root marker, a copy's temporary file, the
+    /// holding folder of kept deletions (`.nimbus-tmp-deleted/…`), any other `.nimbus-tmp-`
+    /// name. Nil for the user's names.
+    static func ownName(_ path: RelativePath) -> String? {
+        if path == local { return "the marker Nimbus keeps to recognise the local folder it syncs" }
+        guard let index = path.components.firstIndex(where: TemporaryName.isTemporary) else { return nil }
+        let top = path.components[...index].reduce(RelativePath.root) { try! $0.appending(name: $1) }
+        if let holding = deletedHolding(containing: path) {
+            return path == holding ? "the folder where Nimbus keeps local files a sync deleted, until the mass-delete guard's window has passed"
+                : "in \(holding), where Nimbus keeps local files a sync deleted until the mass-delete guard's window has passed"
+        }
+        let what = TemporaryName.isCopyTemporary(top.name) ? "a temporary file of a copy Nimbus is making" : "a name Nimbus keeps for its temporary files (.nimbus-tmp-…)"
+        return path == top ? what : "inside \(top), \(what)"
     }
 }

@@ -70,6 +70,9 @@ public enum ErrorName: String, Sendable, CaseIterable, Codable {
     case inUse = "in_use"
     /// A download that would leave too little free space.
     case noSpace = "no_space"
+    /// A name Nimbus keeps for itself in the local folder (the root marker, a temporary,
+    /// the holding folder of kept deletions): never synced, not a file of the user's.
+    case nimbusOwn = "nimbus_own"
 
     public var code: Int {
         switch self {
@@ -90,6 +93,7 @@ public enum ErrorName: String, Sendable, CaseIterable, Codable {
         case .pinned: -32010
         case .inUse: -32011
         case .noSpace: -32012
+        case .nimbusOwn: -32013
         }
     }
 }

@@ -37,6 +37,26 @@ import NimbusVocabulary
         #expect(pair.engine.entry(rp("d/stays.txt"))?.state == .downloaded)
     }
 
+    /// Each own name says what it is (for `nimbusctl info`); the user's names, however close,
+    /// are not Nimbus's.
+    @Test func ownNamesSayWhatTheyAre() {
+        let owns: [(RelativePath, String)] = [
+            (RootMarkers.local, "the marker Nimbus keeps to recognise the local folder it syncs"),
+            (Self.holding, "the folder where Nimbus keeps local files a sync deleted"),
+            (Self.kept, "in .nimbus-tmp-deleted, where Nimbus keeps local files a sync deleted"),
+            (RootMarkers.deletedHolding(2).appending(rp("x")), "in .nimbus-tmp-deleted-2, where"),
+            (Self.copyTemporary, "a temporary file of a copy Nimbus is making"),
+            (Self.copyTemporary.appending(rp("staged/a.txt")), "inside .nimbus-tmp-0123456789abcdef, a temporary file of a copy"),
+            (rp("d/.nimbus-tmp-write-1"), "a name Nimbus keeps for its temporary files"),
+        ]
+        for (path, what) in owns {
+            #expect(RootMarkers.ownName(path)?.hasPrefix(what) == true, "\(path): \(RootMarkers.ownName(path) ?? "nil")")
+        }
+        for users in [".nimbusignore", "d/.nimbus-root", ".nimbus-rootx", "notes.nimbus-tmp-1", "d/gone.txt"] {
+            #expect(RootMarkers.ownName(rp(users)) == nil, "\(users) is the user's")
+        }
+    }
+
     @Test func listingDoesNotShowNimbusOwnNames() throws {
         let pair = try Self.pairWithOwnNames()
         for recursive in [false, true] {
