@@ -52,6 +52,7 @@ extension SyncEngine {
         defer { preparation?.workers.finish() }
         var again = Set<RelativePath>()
         var stoppedAt = plan.actions.count
+        folderModes.withLock { $0 = FolderModes() }
         for (index, action) in plan.actions.enumerated() {
             heartbeat()
             // SIGTERM: stop between two actions, where the watchdog is fed. Each action stands
@@ -76,6 +77,9 @@ extension SyncEngine {
             }
             if let preparation, let request = batchedCopy(action, staging: staging) {
                 do {
+                    // Its folder stays writable until the batch is installed.
+                    try lendFolders(for: action)
+                    folderModes.withLock { $0.holdAll() }
                     try handOver(request, of: action, at: index, holding: handles, to: preparation)
                 } catch {
                     handles.forEach(locks.unlock)
@@ -87,13 +91,17 @@ extension SyncEngine {
             defer { handles.forEach(locks.unlock) }
             do {
                 let waiting = batch?.count
-                if try !stage(action, in: &staging, batch: &batch) { try perform(action, batch: &batch) }
+                try lendFolders(for: action)
+                let staged = try stage(action, in: &staging, batch: &batch)
+                if !staged { try perform(action, batch: &batch) }
                 // A copy waiting in the batch is still in progress: its state is cleared once
-                // it is installed (`installBatch`).
+                // it is installed (`installBatch`), and its folder stays writable till then.
                 if batch?.count == waiting { clearTransient(action.path) }
+                if staged || batch?.count != waiting { folderModes.withLock { $0.holdAll() } }
             } catch {
                 handle(error, for: action, again: &again)
             }
+            giveFoldersBack(all: false)
         }
         var performed = plan
         performed.actions = Array(plan.actions[..<stoppedAt])
@@ -105,6 +113,8 @@ extension SyncEngine {
         }
         if let batch, !batch.isEmpty || !staging.isEmpty { installBatch(batch, staging: staging, again: &again) }
         alignFolderTimes(performed)
+        // Last: a folder without its owner's search bit would hide its contents' times.
+        giveFoldersBack(all: true)
         // A pass stopped early records only the conflicts whose copy was made.
         let stopped = performed.actions.count < plan.actions.count
         for conflict in plan.conflicts where !stopped || existsOnEitherSide(conflict.conflictCopy) {
@@ -121,6 +131,7 @@ extension SyncEngine {
         case .rename(let from, let to, let side, let expected):
             try expect(from, on: side, expected)
             try system(side).rename(from, to: to, replacing: false)
+            folderModes.withLock { $0.moved(from: from, to: to, on: side) }
             // The base moves with the entry; a rename changes neither side's metadata, so
             // reading them again would only risk absorbing a change made meanwhile.
             rekey(from: from, to: to)
@@ -141,12 +152,14 @@ extension SyncEngine {
             noteDeletion(path, on: side, kept: .folder(mode: expected.mode))
             emit(.removed(path, on: side))
         case .makeDirectory(let path, let side, let source):
+            // A folder made without its owner's write bit is recorded once its mode is set.
+            var hasItsMode = true
             do {
-                try system(side).makeDirectory(path, mode: source.mode)
+                hasItsMode = try makeFolder(path, on: side, source: source)
             } catch let error as SystemError where error.errno == .fileExists {
                 guard try system(side).metadata(of: path)?.kind == .directory else { throw error }
             }
-            try recordWrite(path, on: side, source: source)
+            if hasItsMode { try recordWrite(path, on: side, source: source) }
         case .copy(let path, let side, let source, let replacing):
             try copy(path, to: side, source: source, replacing: replacing, batch: &batch)
         case .makeSymlink(let path, let side, let source, let replacing):
@@ -161,6 +174,7 @@ extension SyncEngine {
             try recordWrite(path, on: side, source: source)
         case .setMode(let path, let side, let source, let expected):
             try expect(path, on: side, expected)
+            if source.kind == .directory, try setFolderMode(path, on: side, source: source) { return }
             let isSymlink = source.kind == .symlink
             try system(side).setAttributes(path, mode: isSymlink ? nil : source.mode, mtime: isSymlink ? source.mtime : nil)
             try recordWrite(path, on: side, source: source)

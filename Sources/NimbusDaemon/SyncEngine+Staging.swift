@@ -64,11 +64,13 @@ extension SyncEngine {
         case .makeDirectory(let path, .cloud, let source) where staging.candidates.contains(path):
             try makeDirectories(cloudTemporaryDirectory, in: cloud)
             let folder = try cloudTemporaryDirectory.appending(name: TemporaryName.unique())
-            try cloud.makeDirectory(folder, mode: source.mode)
+            // Writable while it is filled and published (a folder moved to another parent
+            // must be writable); its exact mode is set right after the publish.
+            _ = try makeFolder(path, on: .cloud, at: folder, source: source)
             staging.made(path, in: path, source: source, staging: folder)
         case .makeDirectory(let path, .cloud, let source):
             guard let staged = staging.staged(path) else { return false }
-            try cloud.makeDirectory(staged.path, mode: source.mode)
+            _ = try makeFolder(path, on: .cloud, at: staged.path, source: source)
             staging.made(path, in: staged.in, source: source)
         case .copy(let path, .cloud, let source, nil):
             guard let staged = staging.staged(path) else { return false }
@@ -106,7 +108,10 @@ extension SyncEngine {
             let action = Action.makeDirectory(made.path, on: .cloud, source: made.source)
             do {
                 if published.contains(made.root) {
-                    try recordWrite(made.path, on: .cloud, source: made.source)
+                    // One lent its owner's bits is recorded once its mode is set (`giveFoldersBack`).
+                    if folderModes.withLock({ $0.lent[SidePath(.cloud, made.path)] == nil }) {
+                        try recordWrite(made.path, on: .cloud, source: made.source)
+                    }
                 } else {
                     var unbatched: [PendingInstall]? = nil
                     try perform(action, batch: &unbatched)

@@ -50,6 +50,9 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
     /// Set from any thread (SIGTERM): the pass under way stops between files, at the next
     /// heartbeat, and no new pass starts (see `requestStop`).
     let stopRequested = Atomic<Bool>(false)
+    /// The folders the execution under way made writable for its work (`FolderModes`);
+    /// engine thread only, boxed so that the engine stays `Sendable` by its rules.
+    let folderModes = Mutex(FolderModes())
     /// The thread that owns the engine once `claimOwnership` was called (debug checks only).
     let owner = Atomic<UInt>(0)
 

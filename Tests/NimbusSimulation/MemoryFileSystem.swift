@@ -15,8 +15,10 @@ import Synchronization
 ///   version never replaces another), what it reports; symlinks are never followed (a
 ///   symlink inside a path is ELOOP);
 /// - permission: a file without the owner's read bit cannot be read and a directory without
-///   the owner's read and search bits cannot be listed (EACCES); write permission is not
-///   checked;
+///   the owner's read and search bits cannot be listed (EACCES); write permission is checked
+///   only with `checksWritePermission` (a directory without the owner's write and search bits
+///   then refuses new, removed and renamed entries, EACCES), so that a test can play the user
+///   or root around the engine;
 /// - space: file bytes and link targets count against `capacity`; a write that does not fit
 ///   throws ENOSPC and changes nothing;
 /// - the root can be removed (`removeRecursively(.root)`) to play a deleted sync folder:
@@ -55,6 +57,12 @@ public final class MemoryFileSystem: FileSystem {
         tree = Mutex(MemoryTree(clock: time, capacity: capacity, device: device, reusesFreedInodes: reusesFreedInodes))
         self.temporaryDirectory = temporaryDirectory
         self.copyChunkSize = copyChunkSize
+    }
+
+    /// See the type's notes on permission. Off by default.
+    public var checksWritePermission: Bool {
+        get { tree.withLock { $0.checksWritePermission } }
+        set { tree.withLock { $0.checksWritePermission = newValue } }
     }
 
     public func metadata(of path: RelativePath) throws -> FileMetadata? {

@@ -34,7 +34,7 @@ extension MemoryTree {
     /// dropped. Both must fit at the moment of the rename, as with a temporary file on disk.
     mutating func replaceFile(_ path: RelativePath, contents: [UInt8], mode: UInt32) throws {
         if path.isRoot { throw Errno.isDirectory.at("rename", path) }
-        let parent = try parentDirectory(of: path, "open")
+        let parent = try writableParent(of: path, "open")
         let old = inode(parent).children?[path.name]
         if let old, inode(old).kind == .directory { throw Errno.isDirectory.at("rename", path) }
         try checkSpace(for: Int64(contents.count), "write", path)
@@ -64,14 +64,16 @@ extension MemoryTree {
         // The root is a mount point as far as the engine is concerned.
         if from.isRoot { throw Errno.busy.at(operation, from) }
         if to.isRoot { throw Errno.busy.at(operation, to) }
-        let fromParent = try parentDirectory(of: from, operation)
-        let toParent = try parentDirectory(of: to, operation)
+        let fromParent = try writableParent(of: from, operation)
+        let toParent = try writableParent(of: to, operation)
         guard let moving = inode(fromParent).children?[from.name] else { throw Errno.noSuchFile.at(operation, from) }
         let target = inode(toParent).children?[to.name]
         if target != nil && !replacing { throw Errno.fileExists.at(operation, to) }
         // A directory cannot move into itself; a path cannot replace a directory above it.
         if from.contains(to) && from != to { throw Errno.invalidArgument.at(operation, to) }
         if to.contains(from) && from != to { throw Errno.directoryNotEmpty.at(operation, to) }
+        // A directory moved to another parent has its `..` rewritten: it must be writable too.
+        if fromParent != toParent && inode(moving).kind == .directory { try checkWritable(moving, operation, from) }
         if let target {
             if target == moving { return }  // the same entry: rename(2) does nothing
             try checkReplaceable(target, by: moving, at: to)
@@ -95,7 +97,7 @@ extension MemoryTree {
     /// unlink(2): files and symlinks only.
     mutating func removeFile(_ path: RelativePath) throws {
         if path.isRoot { throw Errno.isDirectory.at("unlink", path) }
-        let parent = try parentDirectory(of: path, "unlink")
+        let parent = try writableParent(of: path, "unlink")
         guard let number = inode(parent).children?[path.name] else { throw Errno.noSuchFile.at("unlink", path) }
         if inode(number).kind == .directory { throw Errno.isDirectory.at("unlink", path) }
         setEntry(path.name, in: parent, to: nil)
@@ -105,7 +107,7 @@ extension MemoryTree {
     /// rmdir(2): empty directories only.
     mutating func removeDirectory(_ path: RelativePath) throws {
         if path.isRoot { throw Errno.busy.at("rmdir", path) }
-        let parent = try parentDirectory(of: path, "rmdir")
+        let parent = try writableParent(of: path, "rmdir")
         guard let number = inode(parent).children?[path.name] else { throw Errno.noSuchFile.at("rmdir", path) }
         guard let children = inode(number).children else { throw Errno.notDirectory.at("rmdir", path) }
         if !children.isEmpty { throw Errno.directoryNotEmpty.at("rmdir", path) }

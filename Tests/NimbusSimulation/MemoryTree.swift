@@ -22,6 +22,9 @@ struct MemoryTree {
     private var changeSequence: UInt64 = 0
     /// The number in the last temporary file's name; names are never reused within a run.
     var temporaryCounter = 0
+    /// Whether a directory without its owner's write and search bits refuses changes to its
+    /// entries (EACCES), as it does to a daemon without CAP_DAC_OVERRIDE (`MemoryFileSystem`).
+    var checksWritePermission = false
 
     init(clock: @escaping @Sendable () -> Int64, capacity: Int64, device: UInt64, reusesFreedInodes: Bool) {
         self.clock = clock
@@ -67,6 +70,19 @@ struct MemoryTree {
             }
         }
         return current
+    }
+
+    /// `parentDirectory`, for a call that changes its entries (`checksWritePermission`).
+    func writableParent(of path: RelativePath, _ operation: String) throws -> UInt64 {
+        let parent = try parentDirectory(of: path, operation)
+        try checkWritable(parent, operation, path)
+        return parent
+    }
+
+    /// EACCES for a directory without its owner's write and search bits, when they are checked.
+    func checkWritable(_ directory: UInt64, _ operation: String, _ path: RelativePath) throws {
+        guard checksWritePermission, inode(directory).mode & 0o300 != 0o300 else { return }
+        throw Errno.permissionDenied.at(operation, path)
     }
 
     /// The inode at `path`, nil when its last component is missing; a missing or unusable
@@ -194,7 +210,7 @@ struct MemoryTree {
     @discardableResult
     mutating func create(_ inode: Inode, at path: RelativePath, _ operation: String) throws -> UInt64 {
         if path.isRoot { throw Errno.fileExists.at(operation, path) }
-        let parent = try parentDirectory(of: path, operation)
+        let parent = try writableParent(of: path, operation)
         if self.inode(parent).children?[path.name] != nil { throw Errno.fileExists.at(operation, path) }
         try checkSpace(for: inode.storedBytes, operation, path)
         let number = allocate(inode)

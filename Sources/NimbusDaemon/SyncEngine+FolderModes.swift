@@ -1,0 +1,181 @@
+import NimbusCore
+import NimbusSystem
+import NimbusVocabulary
+
+// Folders the user made read-only (`chmod 555 photos/2019`, an unpacked archive, a Go module
+// cache, `cp -a` of a read-only tree) sync like any other. nimbusd runs as the user, without
+// CAP_DAC_OVERRIDE: a folder lacking its owner's write or search bit cannot take a new entry,
+// lose one or have one renamed in it, not even by its owner. So, as Syncthing does, Nimbus
+// adds the owner's write and search bits while it works in such a folder and sets the exact
+// mode back once it is done:
+//
+// - a folder it makes (or whose mode it changes to such a mode) gets the bits while it is
+//   filled, and its exact mode once its contents are in, deepest first, after the batch is
+//   installed and the folders' times aligned; only then is the folder recorded, so a crash
+//   before leaves no base for it and the next pass aligns the modes again (the local side
+//   wins where both sides hold the folder without a base, see `Reconciler.agree`);
+// - an existing folder that an action writes into (a deletion, a rename, a download, a new
+//   folder) gets the bits for that action only and its mode back right after it, or, when the
+//   action is a copy waiting in the batch, once the batch is installed.
+//
+// The mode set back is the one the folder had (or was to have); a folder whose mode someone
+// else changed meanwhile is left as they set it. Where the bits cannot be added (the folder
+// belongs to another user), the action fails as before, with the permission error that names
+// the folder (`SyncEngine.explain`).
+//
+// The root folders are left alone: a read-only sync root is a choice about the whole pair.
+
+/// The folders of one plan's execution that Nimbus made writable for its work.
+struct FolderModes {
+    /// A folder given the owner's write and search bits, and what to do when done with it.
+    struct Lent {
+        /// The mode it must end with.
+        var mode: UInt32
+        /// The mode Nimbus gave it (`mode` plus the bits): set back only while it still has it.
+        var working: UInt32
+        /// The other side's entry, for a folder made or changed by the plan: recorded once its
+        /// mode is set. Nil for a folder that was there and stays as recorded.
+        var source: FileMetadata?
+        /// Kept until the end of the execution (its contents are still to come).
+        var isHeld: Bool
+    }
+
+    /// The owner's write and search bits.
+    static let ownerBits: UInt32 = 0o300
+
+    static func working(_ mode: UInt32) -> UInt32 { mode | ownerBits }
+
+    private(set) var lent: [SidePath: Lent] = [:]
+    /// Those of `lent` not held: given back after the action that needed them.
+    private var unheld: Set<SidePath> = []
+    /// Folders known to have the bits already in this execution (looked at once each).
+    private var writable: Set<SidePath> = []
+
+    mutating func lend(_ folder: SidePath, _ lent: Lent) {
+        self.lent[folder] = lent
+        if lent.isHeld { unheld.remove(folder) } else { unheld.insert(folder) }
+        writable.insert(folder)
+    }
+
+    func isKnownWritable(_ folder: SidePath) -> Bool { writable.contains(folder) }
+
+    mutating func noteWritable(_ folder: SidePath) { writable.insert(folder) }
+
+    /// Keeps every folder lent so far until the end of the execution.
+    mutating func holdAll() {
+        for folder in unheld { lent[folder]?.isHeld = true }
+        unheld = []
+    }
+
+    /// Takes the folders to give back now: those not held, or all of them; deepest first.
+    mutating func takeBack(all: Bool) -> [(folder: SidePath, lent: Lent)] {
+        // After nearly every action nothing is lent but held folders: no need to look at them.
+        guard all || !unheld.isEmpty else { return [] }
+        let due = (all ? lent : lent.filter { unheld.contains($0.key) }).sorted { $0.key.path.depth > $1.key.path.depth }
+        for (folder, _) in due {
+            lent[folder] = nil
+            writable.remove(folder)
+        }
+        unheld = []
+        return due.map { ($0.key, $0.value) }
+    }
+
+    /// A folder renamed on `side`: what was lent beneath `from` is now beneath `to`.
+    mutating func moved(from: RelativePath, to: RelativePath, on side: Side) {
+        for (folder, entry) in lent where folder.side == side {
+            guard let moved = folder.path.rebased(from: from, to: to) else { continue }
+            lent[folder] = nil
+            lent[SidePath(side, moved)] = entry
+            if unheld.remove(folder) != nil { unheld.insert(SidePath(side, moved)) }
+        }
+        writable = writable.filter { $0.side != side || from.relative($0.path) == nil }
+    }
+}
+
+extension SyncEngine {
+    /// Gives the folders `action` writes into the owner's write and search bits, for the
+    /// action (`holdAll` keeps them until the end of the execution).
+    func lendFolders(for action: Action) throws {
+        guard let side = action.side else { return }
+        var folders: [RelativePath] = []
+        switch action {
+        case .setMode, .record, .forget, .rebase:
+            return  // Changes no folder's entries.
+        case .rename(let from, let to, _, let expected) where from.parent != to.parent && expected.kind == .directory:
+            // A folder moved to another parent has its `..` entry rewritten: it must be writable too.
+            folders = [from.parent, to.parent, from]
+        default:
+            folders = action.lockedPaths.map(\.parent)
+        }
+        for folder in Set(folders) where !folder.isRoot {
+            try lend(SidePath(side, folder))
+        }
+    }
+
+    private func lend(_ folder: SidePath) throws {
+        if folderModes.withLock({ $0.isKnownWritable(folder) }) { return }
+        let fs = system(folder.side)
+        guard let current = try fs.metadata(of: folder.path), current.kind == .directory else { return }
+        let working = FolderModes.working(current.mode)
+        guard working != current.mode else {
+            folderModes.withLock { $0.noteWritable(folder) }
+            return
+        }
+        try fs.setAttributes(folder.path, mode: working, mtime: nil)
+        log.debug("\(folder.path) in the \(folder.side) folder is made writable while it is synced (mode \(octal(current.mode)))")
+        folderModes.withLock {
+            $0.lend(folder, FolderModes.Lent(mode: current.mode, working: working, source: nil, isHeld: false))
+        }
+    }
+
+    /// Makes the folder `path` on `side` for `source`: with the owner's write and search bits
+    /// when its mode lacks them (its exact mode set at the end, `giveFoldersBack`). Returns
+    /// whether it got its exact mode now (and may be recorded at once).
+    func makeFolder(_ path: RelativePath, on side: Side, at location: RelativePath? = nil, source: FileMetadata) throws -> Bool {
+        let working = FolderModes.working(source.mode)
+        try system(side).makeDirectory(location ?? path, mode: working)
+        let folder = SidePath(side, path)
+        guard working != source.mode else {
+            folderModes.withLock { $0.noteWritable(folder) }
+            return true
+        }
+        folderModes.withLock { $0.lend(folder, FolderModes.Lent(mode: source.mode, working: working, source: source, isHeld: true)) }
+        return false
+    }
+
+    /// Sets a folder's mode to `source.mode` for a `.setMode`: at once when the mode keeps the
+    /// owner's bits (or the folder was not lent), else at the end, as for a folder made.
+    /// Returns whether it was set now.
+    func setFolderMode(_ path: RelativePath, on side: Side, source: FileMetadata) throws -> Bool {
+        let folder = SidePath(side, path)
+        let working = FolderModes.working(source.mode)
+        let wasLent = folderModes.withLock { $0.lent[folder] != nil }
+        guard working != source.mode || wasLent else { return false }
+        try system(side).setAttributes(path, mode: working, mtime: nil)
+        folderModes.withLock { $0.lend(folder, FolderModes.Lent(mode: source.mode, working: working, source: source, isHeld: true)) }
+        return true
+    }
+
+    /// Sets back the modes of the folders lent (all of them at the end of an execution, else
+    /// those not held), deepest first, and records the folders the plan made or changed.
+    func giveFoldersBack(all: Bool) {
+        for (folder, lent) in folderModes.withLock({ $0.takeBack(all: all) }) {
+            let fs = system(folder.side)
+            do {
+                guard let current = try fs.metadata(of: folder.path), current.kind == .directory,
+                      current.mode == lent.working else {
+                    log.info("\(folder.path) in the \(folder.side) folder changed while it was synced; its mode is left as it is")
+                    continue
+                }
+                try fs.setAttributes(folder.path, mode: lent.mode, mtime: nil)
+                if let source = lent.source { try recordWrite(folder.path, on: folder.side, source: source) }
+            } catch {
+                let message = "cannot set the mode of \(folder.path) in the \(folder.side) folder back to \(octal(lent.mode)): \(error)"
+                log.error(message)
+                scheduleRetry(folder.path, error: message)
+            }
+        }
+    }
+
+    private func octal(_ mode: UInt32) -> String { "0" + String(mode, radix: 8) }
+}
