@@ -253,13 +253,27 @@ struct Reconciler {
         keepBoth(path, local: l, cloud: c)
     }
 
-    /// Both sides agree on content: record them, after aligning modes (local wins those).
+    /// Both sides agree on content: record them, after aligning modes (local wins those,
+    /// but see `isNarrowerFolder`).
     mutating func agree(_ path: RelativePath, local l: FileMetadata, cloud c: FileMetadata, hash: ContentHash?) {
-        if (l.mode != c.mode && l.kind != .symlink) || (l.kind == .symlink && l.mtime != c.mtime) {
+        if Self.isNarrowerFolder(c, than: l) {
+            creations.append(.setMode(path, on: .local, source: c, expected: l))
+        } else if (l.mode != c.mode && l.kind != .symlink) || (l.kind == .symlink && l.mtime != c.mtime) {
             creations.append(.setMode(path, on: .cloud, source: l, expected: c))
         } else {
             records.append(.record(path, local: l, cloud: c, hash: hash))
         }
+    }
+
+    /// Two folders that differ only in that `narrower` lacks some of the owner's write and
+    /// search bits of `other`: the narrower mode wins. Nimbus never widens a mode the user
+    /// narrowed (a read-only folder stays read-only), and a folder it was still filling when it
+    /// stopped carries the bits it lends itself while it works in a read-only folder (it is
+    /// recorded only once its exact mode is set, so it meets its twin here without a base).
+    static func isNarrowerFolder(_ narrower: FileMetadata, than other: FileMetadata) -> Bool {
+        let ownerBits: UInt32 = 0o300
+        return narrower.kind == .directory && other.kind == .directory && narrower.mode != other.mode
+            && narrower.mode | ownerBits == other.mode | ownerBits && narrower.mode & other.mode == narrower.mode
     }
 
     /// A real conflict: nothing is overwritten. The cloud version keeps the name (a directory

@@ -12,8 +12,9 @@ import NimbusVocabulary
 // - a folder it makes (or whose mode it changes to such a mode) gets the bits while it is
 //   filled, and its exact mode once its contents are in, deepest first, after the batch is
 //   installed and the folders' times aligned; only then is the folder recorded, so a crash
-//   before leaves no base for it and the next pass aligns the modes again (the local side
-//   wins where both sides hold the folder without a base, see `Reconciler.agree`);
+//   before leaves no base for it and the next pass aligns the modes again (of two folders
+//   without a base that differ only in the owner's write and search bits, the narrower mode
+//   wins, whichever side Nimbus made its folder on: `Reconciler.isNarrowerFolder`);
 // - an existing folder that an action writes into (a deletion, a rename, a download, a new
 //   folder) gets the bits for that action only and its mode back right after it, or, when the
 //   action is a copy waiting in the batch, once the batch is installed.

@@ -76,4 +76,18 @@ import NimbusVocabulary
         #expect(try target.metadata(of: rp("d")) == nil, "the read-only tree was removed")
         #expect(pair.engine.status.lastError == nil, "\(pair.engine.status.lastError ?? "")")
     }
+
+    /// A crash after a folder was made with the bits the engine lends itself, before its mode
+    /// was set and anything recorded: the next start gives both sides the user's mode, whichever
+    /// side the folder was made on.
+    @Test(arguments: Direction.allCases)
+    func aFolderLeftWritableByACrashGetsTheUsersModeAtTheNextStart(_ direction: Direction) throws {
+        let (pair, source, target) = Self.pair(direction)
+        for fs in [source, target] { try fs.write(rp("d/a"), Array("a".utf8)) }
+        try source.setAttributes(rp("d"), mode: 0o555, mtime: nil)
+        try target.setAttributes(rp("d"), mode: 0o755, mtime: nil)
+        pair.engine.start()
+        #expect(try source.metadata(of: rp("d"))?.mode == 0o555 && target.metadata(of: rp("d"))?.mode == 0o555)
+        #expect(pair.engine.entry(rp("d"))?.state == .downloaded)
+    }
 }
