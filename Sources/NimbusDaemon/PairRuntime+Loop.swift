@@ -7,6 +7,7 @@ import NimbusVocabulary
 extension PairRuntime {
     func loop() {
         while true {
+            finishStart()
             handBackMemoryIfIdle()
             guard handle(inbox.wait(until: nextWakeUp(), clock: clock)) else { return }
             turn()
@@ -36,6 +37,7 @@ extension PairRuntime {
     /// For tests driving the runtime on their own thread: handles what was posted and does
     /// what is due now, without waiting. False once stopped.
     func step() -> Bool {
+        finishStart()
         guard handle(inbox.wait(until: .origin, clock: clock)) else { return false }
         turn()
         return true

@@ -5,15 +5,22 @@ import NimbusVocabulary
 /// Starting, and one sync pass: scope, gather, plan, execute, commit (DESIGN §1, §4).
 extension SyncEngine {
     /// Recovery at start: removes temporary files a crash left (see `removeTemporariesAtStart`),
-    /// then syncs everything.
+    /// then syncs everything (`firstPass`) and counts the versions store (`pruneVersions`).
     public func start() {
+        firstPass()
+        pruneVersions()
+    }
+
+    /// What a start needs before it may say the first sync is done: leftover temporaries
+    /// removed, placeholders prepared, everything synced and committed. The runtime prunes the
+    /// versions store after that, once it has told systemd it is ready (issue 15).
+    func firstPass() {
         checkOwner()
         removeTemporariesAtStart()
         // Before any pass: a pass in one style would misread placeholders of the other.
         if rootsAreReady() { preparePlaceholders() }
         marker?.placeholdersKnown()
         sync(nil)
-        pruneVersions()
     }
 
     /// Syncs the given paths (and everything below them), or everything when nil.

@@ -164,6 +164,26 @@ import NimbusVocabulary
         }
     }
 
+    /// What READY=1 does not wait for (issue 15): the versions store is pruned, and the first
+    /// sync's memory handed back, at the loop's first turn after `begin`, not inside it (where
+    /// reading /proc/self/smaps and `malloc_trim` delayed READY=1 by 2.5 ms).
+    @Test func theStartPrunesVersionsAndHandsBackMemoryAfterBeginNotInIt() throws {
+        let pair = MemoryRuntime()
+        let runtime = pair.runtime
+        let expired = VersionStore(device: "laptop").location(for: rp("a"), at: pair.clock.wallNow - .hours(24 * 60))
+        try pair.cloud.write(expired, "displaced 60 days ago")
+        try pair.local.write(rp("a"), "one")
+        runtime.begin()
+        defer { runtime.finish() }
+        #expect(pair.content(pair.cloud, "a") == "one", "the first sync is done when begin returns")
+        #expect(pair.cloud.snapshot()[expired] != nil, "the versions store waits for the loop")
+        #expect(!runtime.handBackMemoryIfIdle(), "nothing is handed back before the loop's first turn")
+        #expect(runtime.step())
+        #expect(pair.cloud.snapshot()[expired] == nil, "an expired version goes at the first turn")
+        #expect(runtime.engine.status.versionsCount == 0)
+        #expect(runtime.handBackMemoryIfIdle(), "the first sync's memory is handed back once the pair is idle")
+    }
+
     /// After a small pass, memory is handed back (heap trimmed, code unmapped) only once the
     /// pair has stayed idle for `settledTrimDelay`, and not again before there is new work.
     @Test func memoryIsHandedBackAfterASmallPassOnceThePairHasSettled() throws {
@@ -171,7 +191,9 @@ import NimbusVocabulary
         let runtime = pair.runtime
         runtime.begin()
         defer { runtime.finish() }
-        #expect(!runtime.handBackMemoryIfIdle() && runtime.settledTrim == nil, "no work since the start")
+        #expect(runtime.step())
+        #expect(runtime.handBackMemoryIfIdle(), "the first sync's memory, at the first idle turn")
+        #expect(!runtime.handBackMemoryIfIdle() && runtime.settledTrim == nil, "no work since the first sync")
         try pair.local.write(rp("a"), "one")
         pair.watcher(.local)?.push([WatchEvent(.created, rp("a"), isDirectory: false)])
         try pair.stepUntil("a reaches the cloud") { pair.content(pair.cloud, "a") == "one" }
