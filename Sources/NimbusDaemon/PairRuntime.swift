@@ -231,7 +231,8 @@ public final class PairRuntime<FS: FileSystem, Watcher: TreeWatching>: @unchecke
     }
 
     /// The start's work that READY=1 does not wait for, at the loop's first turn (issue 15):
-    /// the versions store is pruned and counted (its figures in `status` are the store's from
+    /// the uploaded files' state marks are written (`SyncEngine+PendingMarks`), the versions
+    /// store is pruned and counted (its figures in `status` are the store's from
     /// then on), and the first sync's memory is handed back once the pair is idle
     /// (`handBackMemoryIfIdle`: reading /proc/self/smaps and `malloc_trim` took 2.5 ms of a
     /// 65 ms first sync of 1 000 files, before READY=1).
@@ -239,6 +240,7 @@ public final class PairRuntime<FS: FileSystem, Watcher: TreeWatching>: @unchecke
         // Stopping (SIGTERM during the first pass): nothing here is worth delaying the stop.
         guard startUnfinished, !engine.isStopping else { return }
         startUnfinished = false
+        engine.writePendingMarks()
         if !isHalted { engine.pruneVersions() }
         nextPrune = clock.monotonicNow + Self.pruneInterval
         workSinceTrim += Self.trimAfterWork
@@ -252,6 +254,7 @@ public final class PairRuntime<FS: FileSystem, Watcher: TreeWatching>: @unchecke
         stopping.store(true, ordering: .sequentiallyConsistent)
         for watcher in watchers.values { watcher.wake() }
         for watcher in watchers.values { watcher.close() }
+        engine.writePendingMarks()  // Those of a first pass that a stop cut short.
         engine.commit()  // Through the engine: a local marker not yet durable is flushed first.
         try? store.close()
         releaseRootLock()

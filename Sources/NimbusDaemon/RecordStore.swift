@@ -14,10 +14,19 @@ public protocol RecordStore: AnyObject {
     func compactIfNeeded(_ all: @autoclosure () -> [(key: RelativePath, value: PathRecord)]) throws
     /// Closes the store at a clean stop.
     func close() throws
+    /// Whether the state marks (`user.nimbus.state`) of committed records may be missing from
+    /// the local files: set before a commit whose uploads are marked after it, cleared once
+    /// they are (durable with the next commit). A start that finds it set marks every synced
+    /// file again (`SyncEngine.writePendingMarks`).
+    var marksMayBeMissing: Bool { get set }
 }
 
 extension RecordStore {
     public func close() throws {}
+    public var marksMayBeMissing: Bool {
+        get { false }
+        set {}
+    }
 }
 
 /// The real store: a `Journal` (DESIGN §6) in the pair's state directory.
@@ -29,18 +38,36 @@ public final class JournalRecordStore: RecordStore {
     /// decode are dropped (their paths are rescanned and re-recorded), never fatal.
     public static func open(directory: SystemPath) throws -> (JournalRecordStore, [RelativePath: PathRecord]) {
         var records: [RelativePath: PathRecord] = [:]
+        var marksNoted = false
         let journal = try Journal.open(directory: directory, expecting: { records.reserveCapacity($0) }) { record in
             switch record {
             case .put(let key, let value):
+                if key == marksNoteKey { return marksNoted = true }
                 guard let path = try? RelativePath(validating: key) else { return }
                 records[path] = try? PathRecordCodec.decode(value)
             case .remove(let key):
+                if key == marksNoteKey { return marksNoted = false }
                 guard let path = try? RelativePath(validating: key) else { return }
                 records[path] = nil
             }
         }
         let store = JournalRecordStore(journal: journal, recovery: "\(journal.recovery)")
+        store.marksNoted = marksNoted
         return (store, records)
+    }
+
+    /// The key of the note behind `marksMayBeMissing`. Not a path (a NUL byte), so a Nimbus that
+    /// does not know the note skips it as it skips any key it cannot read.
+    static let marksNoteKey = Array("\0marks-may-be-missing".utf8)
+    private var marksNoted = false
+
+    public var marksMayBeMissing: Bool {
+        get { marksNoted }
+        set {
+            guard newValue != marksNoted else { return }
+            marksNoted = newValue
+            journal.append(newValue ? .put(key: Self.marksNoteKey, value: []) : .remove(key: Self.marksNoteKey))
+        }
     }
 
     init(journal: Journal, recovery: String) {
@@ -57,7 +84,8 @@ public final class JournalRecordStore: RecordStore {
 
     public func compactIfNeeded(_ all: @autoclosure () -> [(key: RelativePath, value: PathRecord)]) throws {
         guard journal.needsCompaction else { return }
-        try journal.compact(liveEntries: all().lazy.map { (key: $0.key.bytes, value: PathRecordCodec.encode($0.value)) })
+        let note = marksNoted ? [(key: Self.marksNoteKey, value: [UInt8]())] : []
+        try journal.compact(liveEntries: all().lazy.map { (key: $0.key.bytes, value: PathRecordCodec.encode($0.value)) } + note)
     }
 
     public func close() throws { try journal.close() }

@@ -124,9 +124,10 @@ extension SyncEngine {
             $0.base = base
             $0.isPlaceholder = false  // Real content on both sides now.
         }
-        // A file new to the cloud is mostly unmarked too; one that carries the mark already (a
-        // copy made with `cp -a`) gets it written again, which is harmless.
-        if pending.side == .cloud { markState(.downloaded, of: pending.path, isUnmarked: pending.replacing == nil) }
+        // Marked after the commit (`writePendingMarks`). A file new to the cloud is mostly
+        // unmarked too; one that carries the mark already (a copy made with `cp -a`) gets it
+        // written again, which is harmless.
+        if pending.side == .cloud { state.withLock { $0.pendingMarks.append((pending.path, pending.replacing == nil)) } }
         noteInstalled(pending.path, on: pending.side, hash: hash, created: pending.replacing == nil)
         if displaced, let replaced = pending.replacing { noteVersionKept(size: replaced.size) }
         state.withLock {

@@ -8,19 +8,24 @@ extension SyncEngine {
     /// then syncs everything (`firstPass`) and counts the versions store (`pruneVersions`).
     public func start() {
         firstPass()
+        writePendingMarks()
         pruneVersions()
     }
 
     /// What a start needs before it may say the first sync is done: leftover temporaries
-    /// removed, placeholders prepared, everything synced and committed. The runtime prunes the
-    /// versions store after that, once it has told systemd it is ready (issue 15).
+    /// removed, placeholders prepared, everything synced and committed. The runtime marks the
+    /// uploaded files and prunes the versions store after that, once it has told systemd it is
+    /// ready (issue 15).
     func firstPass() {
         checkOwner()
         removeTemporariesAtStart()
         // Before any pass: a pass in one style would misread placeholders of the other.
         if rootsAreReady() { preparePlaceholders() }
         marker?.placeholdersKnown()
+        if store.marksMayBeMissing { markEverySyncedFileAgain() }
+        state.withLock { $0.marksWaitForRuntime = true }
         sync(nil)
+        state.withLock { $0.marksWaitForRuntime = false }
     }
 
     /// Syncs the given paths (and everything below them), or everything when nil.
@@ -60,6 +65,7 @@ extension SyncEngine {
             if isStopping { break }
             scope = scopeRoots(again.union(views.withheld))
         }
+        if !state.withLock({ $0.marksWaitForRuntime }) { writePendingMarks() }
         removeLeftoverCopies()
         sweepTemporariesIfDue()
     }
@@ -155,6 +161,9 @@ extension SyncEngine {
             return holdCommit("cannot flush the local folder: \(error). The journal is written once it can be (tried again "
                 + "after a pause that grows up to 5 minutes); until then, changes are re-checked at the next start.")
         }
+        // Marks written after this commit are lost in a crash before them: the note makes the
+        // next start write them all again.
+        if state.withLock({ !$0.pendingMarks.isEmpty }) { store.marksMayBeMissing = true }
         do {
             try store.commit()
             try store.compactIfNeeded(state.withLock { $0.index.all.map { (key: $0.0, value: $0.1) } })

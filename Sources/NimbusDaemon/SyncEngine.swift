@@ -84,6 +84,11 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
         /// records still held: when it is tried again, and how many tries failed in a row
         /// (`retryCommitIfDue`).
         var heldCommit: (due: MonotonicInstant, failures: Int)?
+        /// Files uploaded whose local file is marked after the pass's commit, not inside its
+        /// flush window (`writePendingMarks`), and whether each is known to carry no mark yet.
+        var pendingMarks: [(path: RelativePath, isUnmarked: Bool)] = []
+        /// The first pass leaves its marks for the runtime, which writes them after READY=1.
+        var marksWaitForRuntime = false
         /// Files this device created in a cloud whose creates are not exclusive on the server,
         /// to read again when due (`checkCreatesDue`): the hash written and which check is next.
         var createChecks: [RelativePath: (hash: ContentHash, due: MonotonicInstant, check: Int)] = [:]

@@ -11,6 +11,9 @@ final class MemoryRecordStore: RecordStore, @unchecked Sendable {
     private(set) var writes = 0
     /// Set: every commit fails with it, and keeps its records for the next (as the journal does).
     var failure: Errno?
+    /// The note that state marks may be missing, as committed and as changed since.
+    private(set) var committedMarksNote = false
+    private var pendingMarksNote: Bool?
 
     func put(_ path: RelativePath, _ record: PathRecord) { pending.append((path, record)); writes += 1 }
     func remove(_ path: RelativePath) { pending.append((path, nil)); writes += 1 }
@@ -18,10 +21,19 @@ final class MemoryRecordStore: RecordStore, @unchecked Sendable {
         if let failure { throw failure.at("append to", "journal.log") }
         for (path, record) in pending { committed[path] = record }
         pending = []
+        if let note = pendingMarksNote { committedMarksNote = note }
+        pendingMarksNote = nil
     }
     func compactIfNeeded(_ all: @autoclosure () -> [(key: RelativePath, value: PathRecord)]) throws {}
+    var marksMayBeMissing: Bool {
+        get { pendingMarksNote ?? committedMarksNote }
+        set { pendingMarksNote = newValue }
+    }
     /// A crash: uncommitted changes vanish.
-    func dropPending() { pending = [] }
+    func dropPending() {
+        pending = []
+        pendingMarksNote = nil
+    }
 }
 
 func rp(_ s: String) -> RelativePath { try! RelativePath(validating: s) }
