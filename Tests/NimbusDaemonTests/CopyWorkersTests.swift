@@ -31,33 +31,27 @@ import NimbusVocabulary
         }
     }
 
-    static func write(_ pair: DiskPair, _ relative: String, _ text: String) throws {
-        let path = "\(pair.root)/\(relative)"
-        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
-    }
-
     /// A first sync, then a pass whose plan interleaves batched copies (new files both ways,
     /// edited files, a new folder uploaded as a unit) with actions that depend on them: a
     /// folder renamed, files and a folder removed, a conflict moved aside, a mode changed.
     /// Returns both sides' trees and the threads the copies' progress came from.
     static func interleavedPass(copyThreads: Int) throws -> (local: [String], cloud: [String], threads: Set<UInt>) {
         let pair = try DiskPair { $0.copyThreads = copyThreads }
-        for i in 0..<30 { try write(pair, "local/keep/f\(i)", "keep \(i)") }
-        for i in 0..<10 { try write(pair, "local/old/g\(i)", "old \(i)") }
-        for i in 0..<5 { try write(pair, "local/gone/h\(i)", "gone \(i)") }
-        try write(pair, "local/c.txt", "base")
+        for i in 0..<30 { try pair.plant("local/keep/f\(i)", "keep \(i)") }
+        for i in 0..<10 { try pair.plant("local/old/g\(i)", "old \(i)") }
+        for i in 0..<5 { try pair.plant("local/gone/h\(i)", "gone \(i)") }
+        try pair.plant("local/c.txt", "base")
         pair.engine.start()
         #expect(try tree(pair, pair.local) == tree(pair, pair.cloud), "the first sync")
 
-        for i in 0..<40 { try write(pair, "local/new/sub\(i % 3)/n\(i)", "new \(i)") }
-        for i in 0..<20 { try write(pair, "cloud/down/d\(i)", "down \(i)") }
-        for i in 0..<10 { try write(pair, "local/keep/f\(i)", "edited \(i)") }
+        for i in 0..<40 { try pair.plant("local/new/sub\(i % 3)/n\(i)", "new \(i)") }
+        for i in 0..<20 { try pair.plant("cloud/down/d\(i)", "down \(i)") }
+        for i in 0..<10 { try pair.plant("local/keep/f\(i)", "edited \(i)") }
         try FileManager.default.moveItem(atPath: "\(pair.root)/local/old", toPath: "\(pair.root)/local/moved")
-        try write(pair, "local/moved/g10", "added after the move")
+        try pair.plant("local/moved/g10", "added after the move")
         try FileManager.default.removeItem(atPath: "\(pair.root)/cloud/gone")
-        try write(pair, "local/c.txt", "local edit")
-        try write(pair, "cloud/c.txt", "cloud edit")
+        try pair.plant("local/c.txt", "local edit")
+        try pair.plant("cloud/c.txt", "cloud edit")
         try pair.cloud.setAttributes(rp("keep/f20"), mode: 0o600, mtime: nil)
 
         let engineThread = ProcessSupport.currentThreadIdentity
@@ -97,13 +91,13 @@ import NimbusVocabulary
     @Test(arguments: [1, 2])
     func aCopyThatFailsMidBatchIsRetriedOnItsOwn(copyThreads: Int) throws {
         let pair = try DiskPair { $0.copyThreads = copyThreads }
-        try Self.write(pair, "local/first", "first")
+        try pair.plant("local/first", "first")
         pair.engine.start()
-        for i in 0..<40 { try Self.write(pair, "local/batch/f\(i)", "content \(i)") }
+        for i in 0..<40 { try pair.plant("local/batch/f\(i)", "content \(i)") }
         pair.clock.advance(by: .seconds(2))
         let plan = pair.engine.makePlan(pair.engine.gather([.root]))
         #expect(plan.actions.count { if case .copy = $0 { true } else { false } } == 40)
-        try Self.write(pair, "local/batch/f17", "changed after the plan, and longer")
+        try pair.plant("local/batch/f17", "changed after the plan, and longer")
         _ = pair.engine.execute(plan)
         pair.engine.commit()
 
@@ -129,7 +123,7 @@ import NimbusVocabulary
     func aStopMidBatchRecordsOnlyWhatWasInstalled(copyThreads: Int) throws {
         let pair = try DiskPair { $0.copyThreads = copyThreads }
         let count = 300
-        for i in 0..<count { try Self.write(pair, "local/d\(i / 10)/f\(i)", "content \(i)") }
+        for i in 0..<count { try pair.plant("local/d\(i / 10)/f\(i)", "content \(i)") }
         let beats = Mutex(0)
         let engine = pair.engine
         engine.onHeartbeat {
