@@ -86,6 +86,38 @@ import NimbusVocabulary
         #expect((1...2).contains(two.threads.count), "two threads: the copies prepared on workers (\(two.threads.count))")
     }
 
+    /// A plan that removes the sources of its copies right after them (each removal in the
+    /// reverse order, so the first one comes when the last copy was just handed over): every
+    /// removal waits until the copies before it are prepared, so each file reaches the cloud.
+    @Test(arguments: [1, 2])
+    func actionsAfterCopiesWaitForThem(copyThreads: Int) throws {
+        let pair = try DiskPair { $0.copyThreads = copyThreads }
+        try pair.plant("local/first", "first")
+        pair.engine.start()
+        let count = 40
+        for i in 0..<count { try pair.plant("local/a/f\(i)", String(repeating: "content \(i) ", count: 4096)) }
+        var plan = Plan()
+        plan.actions.append(.makeDirectory(rp("a"), on: .cloud, source: try #require(try pair.local.metadata(of: rp("a")))))
+        var sources: [RelativePath: FileMetadata] = [:]
+        for i in 0..<count {
+            let path = rp("a/f\(i)")
+            sources[path] = try #require(try pair.local.metadata(of: path))
+            plan.actions.append(.copy(path, to: .cloud, source: sources[path]!, replacing: nil))
+        }
+        for i in (0..<count).reversed() {
+            let path = rp("a/f\(i)")
+            plan.actions.append(.remove(path, on: .local, expected: sources[path]!))
+        }
+        _ = pair.engine.execute(plan)
+
+        for i in 0..<count {
+            #expect(try pair.cloud.readFile(rp("a/f\(i)"), limit: 1 << 20) == Array(String(repeating: "content \(i) ", count: 4096).utf8),
+                    "a/f\(i) copied before its source was removed")
+            #expect(try pair.local.metadata(of: rp("a/f\(i)")) == nil, "a/f\(i) removed after its copy")
+        }
+        #expect(try Self.temporaries(pair).isEmpty)
+    }
+
     /// The source of one copy in the middle of a batch changes after the plan was made: only
     /// that copy fails, is retried, and lands at the next pass; the others are installed.
     @Test(arguments: [1, 2])
