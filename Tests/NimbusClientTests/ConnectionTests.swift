@@ -5,7 +5,7 @@ import Synchronization
 import Testing
 
 /// The client against a scripted daemon: ids matched, notifications streamed, errors typed.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(1)), .onAThreadOfItsOwn)
 struct ConnectionTests {
     static let status = StatusResult(phase: "idle", reason: nil, paused: false, tracked: 7, heldDeletes: 0, conflicts: 1,
                                      bytesCopied: 10, filesCopied: 1, lastError: nil, instance: "default",
@@ -26,10 +26,12 @@ struct ConnectionTests {
     @Test func answersAreMatchedByIdNotByOrder() async throws {
         let daemon = try FakeDaemon()
         let held = Mutex<FakeDaemon.Exchange?>(nil)
+        let (statusArrived, arrival) = AsyncStream.makeStream(of: Void.self)
         daemon.serve { exchange in
             switch exchange.method {
             case "status":
                 held.withLock { $0 = exchange }  // answered after the next request
+                arrival.yield()
             case "conflicts":
                 exchange.result(ConflictsResult(conflicts: [ConflictInfo(path: WirePath("a"), conflictCopy: WirePath("a (c)"))]))
                 held.withLock { $0 }?.result(Self.status)
@@ -39,8 +41,9 @@ struct ConnectionTests {
         }
         let connection = try await NimbusConnection.connect(to: .socket(daemon.path))
         async let status = connection.status()
-        // Make sure status is on the wire first, so the answers really come back reversed.
-        try await eventually { held.withLock { $0 != nil } }
+        // Make sure status is on the wire first, so the answers really come back reversed:
+        // told by the daemon, not polled against a clock (the suite's limit bounds the wait).
+        for await _ in statusArrived { break }
         let conflicts = try await connection.conflicts()
         #expect(conflicts.map(\.path) == ["a"])
         #expect(try await status == Self.status)
@@ -154,14 +157,5 @@ struct ConnectionTests {
         let paths = try NimbusEndpoint.instance("work").candidateSocketPaths(environment: ["XDG_RUNTIME_DIR": "/run/user/7"], uid: 7)
         #expect(paths == ["/run/user/7/nimbus/work.sock", "/run/nimbus/work.sock"])
         #expect(throws: NimbusClientError.self) { try NimbusEndpoint.instance("../x").candidateSocketPaths(environment: [:], uid: 7) }
-    }
-}
-
-/// Polls `condition` every millisecond for up to ten seconds.
-func eventually(_ condition: () -> Bool) async throws {
-    let deadline = ContinuousClock.now + .seconds(10)
-    while !condition() {
-        guard ContinuousClock.now < deadline else { throw CancellationError() }
-        try await Task.sleep(for: .milliseconds(1))
     }
 }

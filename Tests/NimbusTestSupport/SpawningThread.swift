@@ -10,9 +10,7 @@ import Foundation
 final class SpawningThread: @unchecked Sendable {
     static let shared = SpawningThread()
 
-    /// Guards `jobs`; signalled when one is added.
-    private let condition = NSCondition()
-    private var jobs: [() -> Void] = []
+    private let jobs = WaitingQueue<() -> Void>()
 
     private init() {
         let thread = Thread { [self] in serve() }
@@ -21,26 +19,17 @@ final class SpawningThread: @unchecked Sendable {
     }
 
     private func serve() {
-        while true {
-            condition.lock()
-            while jobs.isEmpty { condition.wait() }
-            let job = jobs.removeFirst()
-            condition.unlock()
-            job()
-        }
+        while true { jobs.next()() }
     }
 
     /// Runs `body` on this thread, waiting for it, and returns what it returned or threw.
     func run<T>(_ body: @escaping () throws -> T) throws -> T {
         let done = DispatchSemaphore(value: 0)
         var result: Result<T, any Error>?
-        condition.lock()
         jobs.append {
             result = Result { try body() }
             done.signal()
         }
-        condition.signal()
-        condition.unlock()
         done.wait()
         return try result!.get()
     }
