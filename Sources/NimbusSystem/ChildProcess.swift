@@ -40,6 +40,15 @@ public enum ChildProcess {
         return signal == 0 ? (status >> 8) & 0xff : 128 + signal
     }
 
+    /// `wait` for async code: on a thread of its own while the calling task is suspended, so
+    /// the cooperative pool (one thread per core) keeps running other tasks meanwhile, such as
+    /// the ones serving a connection to the daemon, however long the program runs.
+    public static func exitStatus(of pid: Int32) async throws -> Int32 {
+        try await withCheckedThrowingContinuation { continuation in
+            ProcessSupport.detachThread { continuation.resume(with: Result { try wait(pid) }) }
+        }
+    }
+
     /// While a command runs in the foreground, Ctrl-C and Ctrl-\ are for it: the shell sends
     /// them to the whole process group, and this process must outlive the command (to release
     /// its lease after it), as `system(3)` does. The command itself gets default actions.

@@ -1,3 +1,4 @@
+import Glibc
 @testable import NimbusClient
 import NimbusSystem
 import NimbusVocabulary
@@ -95,6 +96,24 @@ struct LockCommandTests {
         #expect(throws: Errno.noSuchFile.at("start", "nimbus-no-such-program")) {
             try ChildProcess.spawn("nimbus-no-such-program", arguments: [])
         }
+    }
+
+    /// nimbusctl waits for a command (lock, open) without holding a thread of the pool: the
+    /// task that ends the command runs meanwhile on the same single thread (a blocking wait
+    /// would hold it until `sleep 20` ended by itself, exit status 0).
+    @Test(.onAThreadOfItsOwn, .timeLimit(.minutes(1))) func waitingForTheCommandLeavesTheThreadToOthers() async throws {
+        let pid = try ChildProcess.spawn("sh", arguments: ["-c", "exec sleep 20"])
+        let status = try await withThrowingTaskGroup(of: Int32?.self) { group in
+            group.addTask { try await ChildProcess.exitStatus(of: pid) }
+            group.addTask {
+                kill(pid, SIGTERM)
+                return nil
+            }
+            var status: Int32?
+            for try await result in group { status = status ?? result }
+            return status
+        }
+        #expect(status == 128 + SIGTERM)
     }
 
     @Test func findsProgramsLikeExecvp() {

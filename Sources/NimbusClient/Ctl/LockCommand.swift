@@ -167,11 +167,7 @@ extension Session {
                 throw Failure(name: "cannot_execute", message: "\(name): cannot run \(executable)",
                               reason: "\(error)", suggestion: "check that it is a program you may run", exitCode: 126)
             }
-            return try await withCheckedThrowingContinuation { continuation in
-                ProcessSupport.detachThread {
-                    continuation.resume(with: Result { try ChildProcess.wait(pid) })
-                }
-            }
+            return try await ChildProcess.exitStatus(of: pid)
         }
     }
 }

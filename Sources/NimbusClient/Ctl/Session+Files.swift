@@ -94,7 +94,7 @@ extension Session {
         let file = resolver.localPath(relative)
         let opened: Int32
         do {
-            opened = try ChildProcess.wait(try ChildProcess.spawn("xdg-open", arguments: [file]))
+            opened = try await ChildProcess.exitStatus(of: try ChildProcess.spawn("xdg-open", arguments: [file]))
         } catch where Errno(of: error) == .noSuchFile {
             opened = 127  // Not found in PATH, as a shell would say.
         } catch {
