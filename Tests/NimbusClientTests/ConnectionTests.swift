@@ -5,7 +5,7 @@ import Synchronization
 import Testing
 
 /// The client against a scripted daemon: ids matched, notifications streamed, errors typed.
-@Suite(.timeLimit(.minutes(1)), .onAThreadOfItsOwn)
+@Suite(.onAThreadOfItsOwn(timeLimit: .minutes(1)))
 struct ConnectionTests {
     static let status = StatusResult(phase: "idle", reason: nil, paused: false, tracked: 7, heldDeletes: 0, conflicts: 1,
                                      bytesCopied: 10, filesCopied: 1, lastError: nil, instance: "default",

@@ -4,7 +4,7 @@ import NimbusProtocol
 import Testing
 
 /// Whole nimbusctl command lines, in process, against the scripted daemon.
-@Suite(.timeLimit(.minutes(1)), .onAThreadOfItsOwn)
+@Suite(.onAThreadOfItsOwn(timeLimit: .minutes(1)))
 struct CtlRunTests {
     func run(_ arguments: [String], _ respond: @escaping @Sendable (FakeDaemon.Exchange) -> Void)
         async throws -> (status: Int32, console: RecordingConsole) {

@@ -101,7 +101,7 @@ struct LockCommandTests {
     /// nimbusctl waits for a command (lock, open) without holding a thread of the pool: the
     /// task that ends the command runs meanwhile on the same single thread (a blocking wait
     /// would hold it until `sleep 20` ended by itself, exit status 0).
-    @Test(.onAThreadOfItsOwn, .timeLimit(.minutes(1))) func waitingForTheCommandLeavesTheThreadToOthers() async throws {
+    @Test(.onAThreadOfItsOwn(timeLimit: .minutes(1))) func waitingForTheCommandLeavesTheThreadToOthers() async throws {
         let pid = try ChildProcess.spawn("sh", arguments: ["-c", "exec sleep 20"])
         let status = try await withThrowingTaskGroup(of: Int32?.self) { group in
             group.addTask { try await ChildProcess.exitStatus(of: pid) }

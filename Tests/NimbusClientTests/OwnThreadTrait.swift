@@ -1,11 +1,16 @@
 import NimbusTestSupport
 import Testing
 
-/// `@Suite(.onAThreadOfItsOwn)`: each test of the suite runs on an `OwnThreadExecutor`, so
-/// that its awaits resume at once instead of behind every test still queued for the shared
-/// pool (see OwnThreadExecutor for the measurement). For async tests whose deadlines measure
-/// their own work: a client answered in milliseconds, not the load of the machine.
+/// `@Suite(.onAThreadOfItsOwn(timeLimit: .minutes(1)))`: each test of the suite runs on an
+/// `OwnThreadExecutor`, so that its awaits resume at once instead of behind every test still
+/// queued for the shared pool (see OwnThreadExecutor for the measurement), and its time limit
+/// is timed there too. For async tests whose deadlines measure their own work: a client
+/// answered in milliseconds, not the load of the machine. Swift Testing's `.timeLimit` is no
+/// use to them: its timer and the runner that cancels it wait for the pool, and a test that
+/// did nothing for a minute (a synchronous one of two lines) exceeded it under load.
 struct OnAThreadOfItsOwn: SuiteTrait, TestTrait, TestScoping {
+    var timeLimit: Duration
+
     /// Reaches every test of the suite, each taken on its own.
     var isRecursive: Bool { true }
 
@@ -14,10 +19,13 @@ struct OnAThreadOfItsOwn: SuiteTrait, TestTrait, TestScoping {
     }
 
     func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
-        try await OwnThreadExecutor.run { try await function() }
+        let finished = try await withoutActuallyEscaping(function) { function in
+            try await OwnThreadExecutor.run(limitedTo: timeLimit, function)
+        }
+        if !finished { Issue.record("Time limit was exceeded: \(timeLimit) on the test's own thread") }
     }
 }
 
 extension Trait where Self == OnAThreadOfItsOwn {
-    static var onAThreadOfItsOwn: Self { Self() }
+    static func onAThreadOfItsOwn(timeLimit: Duration) -> Self { Self(timeLimit: timeLimit) }
 }

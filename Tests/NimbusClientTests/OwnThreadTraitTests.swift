@@ -3,7 +3,7 @@ import NimbusTestSupport
 import Testing
 
 /// The trait really moves a test, its child tasks and its resumptions off the shared pool.
-@Suite(.onAThreadOfItsOwn)
+@Suite(.onAThreadOfItsOwn(timeLimit: .minutes(1)))
 struct OwnThreadTraitTests {
     @Test func theTestItsChildTasksAndItsResumptionsRunOnTheTestsThread() async throws {
         let name = currentThreadName()
@@ -19,6 +19,11 @@ struct OwnThreadTraitTests {
         let nested = try await OwnThreadExecutor.run { currentThreadName() }
         #expect(first == nested, "an executor is taken back once its test is done")
         #expect(first != currentThreadName(), "while a test runs on one, another gets its own")
+    }
+
+    @Test func aTestOverItsLimitIsCancelled() async throws {
+        #expect(try await OwnThreadExecutor.run(limitedTo: .milliseconds(50)) { try await Task.sleep(for: .seconds(60)) } == false)
+        #expect(try await OwnThreadExecutor.run(limitedTo: .seconds(60)) {})
     }
 }
 

@@ -37,6 +37,25 @@ public final class OwnThreadExecutor: TaskExecutor, Sendable {
     private static let idle = Mutex<[OwnThreadExecutor]>([])
     private static let made = Atomic(0)
 
+    /// Runs `body` on an executor of its own for up to `limit`, timed there too: false when
+    /// the limit came first, and `body` was then cancelled (and awaited).
+    public static func run(limitedTo limit: Duration, _ body: @escaping @Sendable () async throws -> Void) async throws -> Bool {
+        try await run {
+            try await withThrowingTaskGroup(of: Bool.self) { group in
+                group.addTask {
+                    try await body()
+                    return true
+                }
+                group.addTask {
+                    try await Task.sleep(for: limit)
+                    return false
+                }
+                defer { group.cancelAll() }
+                return try await group.next() ?? false
+            }
+        }
+    }
+
     /// Runs `body` (and the child tasks it makes) on an executor no other test uses meanwhile.
     public static func run<Result>(_ body: () async throws -> Result) async throws -> Result {
         // The kernel keeps 15 bytes of a thread's name: "own thread 9999".
