@@ -52,7 +52,7 @@ extension SyncEngine {
         defer { preparation?.workers.finish() }
         var again = Set<RelativePath>()
         var stoppedAt = plan.actions.count
-        folderModes.withLock { $0 = FolderModes() }
+        giveFoldersBack(all: true)  // Nothing is lent between two executions; this makes sure.
         for (index, action) in plan.actions.enumerated() {
             heartbeat()
             // SIGTERM: stop between two actions, where the watchdog is fed. Each action stands

@@ -24,6 +24,9 @@ import NimbusVocabulary
 // belongs to another user), the action fails as before, with the permission error that names
 // the folder (`SyncEngine.explain`).
 //
+// Downloads, evictions and conflicts settled outside a pass (`nimbusctl download`, `evict`,
+// the cache budget, `resolve`) lend themselves the folders the same way, for that file only (`withFoldersLent`).
+//
 // The root folders are left alone: a read-only sync root is a choice about the whole pair.
 
 /// The folders of one plan's execution that Nimbus made writable for its work.
@@ -108,6 +111,10 @@ extension SyncEngine {
         default:
             folders = action.lockedPaths.map(\.parent)
         }
+        try lend(folders, on: side)
+    }
+
+    private func lend(_ folders: [RelativePath], on side: Side) throws {
         for folder in Set(folders) where !folder.isRoot {
             try lend(SidePath(side, folder))
         }
@@ -127,6 +134,22 @@ extension SyncEngine {
         folderModes.withLock {
             $0.lend(folder, FolderModes.Lent(mode: current.mode, working: working, source: nil, isHeld: false))
         }
+    }
+
+    /// Runs `body`, an action taken outside a plan's execution (a download or an eviction a
+    /// person or the cache budget asked for), with the folders `action` writes into lent the
+    /// owner's bits, and given back right after.
+    func withFoldersLent<Result>(for action: Action, _ body: () throws -> Result) throws -> Result {
+        defer { giveFoldersBack(all: false) }  // Also those lent before one that could not be.
+        try lendFolders(for: action)
+        return try body()
+    }
+
+    /// `withFoldersLent`, for changes to the entries of `folders` on both sides (settling a conflict).
+    func withFoldersLent<Result>(_ folders: [RelativePath], _ body: () throws -> Result) throws -> Result {
+        defer { giveFoldersBack(all: false) }  // Also those lent on one side when the other fails.
+        for side in Side.allCases { try lend(folders, on: side) }
+        return try body()
     }
 
     /// Makes the folder `path` on `side` for `source`: with the owner's write and search bits

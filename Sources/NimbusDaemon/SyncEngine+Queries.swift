@@ -110,19 +110,22 @@ extension SyncEngine {
         guard let copy = state.withLock({ $0.index[path]?.conflictCopy }) else {
             throw EngineRequestError(kind: .notInConflict, message: "\(path) is not in conflict")
         }
-        switch choice {
-        case .both:
-            break
-        case .cloud:
-            try refuseIfOpenForWriting(copy)
-            try keepConflictCopyAsVersion(copy, of: path)
-        case .local:
-            guard try local.metadata(of: copy) != nil else {
-                throw EngineRequestError(kind: .notFound, message: "the conflict copy \(copy) is gone; nothing to keep")
+        // The folders of the two names may be read-only (`FolderModes`).
+        try withFoldersLent([path.parent, copy.parent]) {
+            switch choice {
+            case .both:
+                break
+            case .cloud:
+                try refuseIfOpenForWriting(copy)
+                try keepConflictCopyAsVersion(copy, of: path)
+            case .local:
+                guard try local.metadata(of: copy) != nil else {
+                    throw EngineRequestError(kind: .notFound, message: "the conflict copy \(copy) is gone; nothing to keep")
+                }
+                try refuseIfOpenForWriting(path)
+                try keepLocalEditAsVersion(of: path)
+                try local.rename(copy, to: path, replacing: true)
             }
-            try refuseIfOpenForWriting(path)
-            try keepLocalEditAsVersion(of: path)
-            try local.rename(copy, to: path, replacing: true)
         }
         updateRecord(path) { $0.conflictCopy = nil }
         publishState(of: path)

@@ -52,6 +52,20 @@ extension SyncEngine {
             throw EngineRequestError(kind: .notInSync, message: "\(path) was changed here since it was a placeholder; it is kept, "
                                      + "and synced as a change of its own")
         }
+        // The placeholder's folder may be read-only: lent the owner's bits for the download.
+        try withFoldersLent(for: .copy(path, to: .local, source: placeholder, replacing: nil)) {
+            try replacePlaceholder(path, placeholder, at: file, request)
+        }
+        updateRecord(path) { record in
+            if record.residency == .evicted { record.residency = .auto }
+            record.lastOpened = clock.wallNow
+        }
+        emit(.stateChanged(path, .downloaded))
+    }
+
+    /// The download proper: the copy in place of the placeholder `file`, then its removal.
+    private func replacePlaceholder(_ path: RelativePath, _ placeholder: FileMetadata, at file: RelativePath,
+                                    _ request: DownloadRequest) throws {
         // A cloud change while the file is copied fails the copy: start again from the new version.
         for attempt in 1... {
             guard let source = try cloud.metadata(of: path), source.kind == .file else {
@@ -80,11 +94,6 @@ extension SyncEngine {
         } else {
             do { try retirePlaceholder(file, expected: placeholder) } catch { log.info("left the placeholder of \(path): \(error)") }
         }
-        updateRecord(path) { record in
-            if record.residency == .evicted { record.residency = .auto }
-            record.lastOpened = clock.wallNow
-        }
-        emit(.stateChanged(path, .downloaded))
     }
 
     /// In mirror mode every file is kept here: placeholders left from on-demand mode (not
@@ -180,7 +189,7 @@ extension SyncEngine {
         }
         defer { locks.unlock(handle) }
         var noBatch: [PendingInstall]? = nil
-        try performPlaceholderAction(action, batch: &noBatch)
+        try withFoldersLent(for: action) { try performPlaceholderAction(action, batch: &noBatch) }
         let size = here?.size ?? 0
         log.info("evicted \(path)\(automatic ? " (cache budget)" : ""): \(Self.bytes(size)) freed")
         emit(.stateChanged(path, .notDownloaded))

@@ -90,4 +90,44 @@ import NimbusVocabulary
         #expect(try source.metadata(of: rp("d"))?.mode == 0o555 && target.metadata(of: rp("d"))?.mode == 0o555)
         #expect(pair.engine.entry(rp("d"))?.state == .downloaded)
     }
+
+    /// On demand: placeholders are written into a read-only folder, and a download and an
+    /// eviction asked for later (outside a pass) replace them there; the folder stays read-only.
+    @Test func placeholdersInAReadOnlyFolderAreDownloadedAndEvicted() throws {
+        let pair = Pair { $0.onDemand = true }
+        pair.local.checksWritePermission = true
+        pair.cloud.checksWritePermission = true
+        try pair.cloud.write(rp("d/a"), Array("one".utf8))
+        try pair.cloud.setAttributes(rp("d"), mode: 0o555, mtime: nil)
+        pair.engine.start()
+        #expect(pair.engine.entry(rp("d/a"))?.state == .notDownloaded)
+        #expect(try pair.local.metadata(of: rp("d"))?.mode == 0o555)
+        _ = try pair.engine.download(rp("d/a"), .explicit)
+        #expect(pair.content(pair.local, "d/a") == "one")
+        #expect(try pair.local.metadata(of: rp("d/a.nimbus")) == nil)
+        #expect(try pair.local.metadata(of: rp("d"))?.mode == 0o555)
+        _ = try pair.engine.evict(rp("d/a"))
+        #expect(pair.engine.entry(rp("d/a"))?.state == .notDownloaded)
+        #expect(try pair.local.metadata(of: rp("d"))?.mode == 0o555)
+    }
+
+    /// A conflict inside a read-only folder keeps both versions there and is settled there.
+    @Test(arguments: ConflictChoice.allCases)
+    func aConflictInsideAReadOnlyFolderIsKeptAndSettled(_ choice: ConflictChoice) throws {
+        let (pair, local, cloud) = Self.pair(.upload)
+        try local.write(rp("d/notes.md"), Array("base".utf8))
+        try local.setAttributes(rp("d"), mode: 0o555, mtime: nil)
+        pair.engine.start()
+        try Self.asRoot(local) { try local.write(rp("d/notes.md"), Array("mine".utf8)) }
+        try Self.asRoot(cloud) { try cloud.write(rp("d/notes.md"), Array("theirs!".utf8)) }
+        pair.sync()
+        let copy = try #require(pair.engine.conflicts().first?.conflictCopy, "a conflict")
+        #expect(pair.content(local, "d/notes.md") == "theirs!" && pair.content(cloud, copy.description) == "mine")
+        try pair.engine.resolve(rp("d/notes.md"), keep: choice)
+        pair.sync()
+        let kept = choice == .local ? "mine" : "theirs!"
+        #expect(pair.content(local, "d/notes.md") == kept && pair.content(cloud, "d/notes.md") == kept)
+        #expect(pair.engine.conflicts().isEmpty)
+        #expect(try local.metadata(of: rp("d"))?.mode == 0o555 && cloud.metadata(of: rp("d"))?.mode == 0o555)
+    }
 }
