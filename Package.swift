@@ -36,6 +36,10 @@ let package = Package(
         // Testing, so that nimbus-bench can link it; nimbusd never does.
         .target(name: "NimbusTestSupport", dependencies: ["NimbusSystem"], path: "Tests/NimbusTestSupport",
                 swiftSettings: strict),
+        // The Swift Testing trait that runs a test on a thread of its own (OwnThreadExecutor), for
+        // the test targets: apart from NimbusTestSupport, which nimbus-bench links without Testing.
+        .target(name: "NimbusTestTraits", dependencies: ["NimbusTestSupport"], path: "Tests/NimbusTestTraits",
+                swiftSettings: strict),
         // In-memory filesystem, fault injection and a manual clock for whole-engine simulation.
         // For tests only (no executable links it), so it lives under Tests/ beside the support it uses.
         .target(name: "NimbusSimulation", dependencies: ["NimbusTestSupport", "NimbusVocabulary"], path: "Tests/NimbusSimulation",
@@ -58,10 +62,11 @@ let package = Package(
         .testTarget(name: "NimbusSimulationTests",
                     dependencies: ["NimbusSimulation", "NimbusSystem", "NimbusTestSupport", "NimbusVocabulary"]),
         .testTarget(name: "NimbusClientTests",
-                    dependencies: ["NimbusClient", "NimbusSimulation", "NimbusTestSupport", "NimbusVocabulary"]),
+                    dependencies: ["NimbusClient", "NimbusSimulation", "NimbusTestSupport", "NimbusTestTraits",
+                                   "NimbusVocabulary"]),
         // Runs the real binaries on real folders; depends on them so they are built first.
         .testTarget(name: "IntegrationTests",
-                    dependencies: ["NimbusSystem", "NimbusClient", "NimbusTestSupport", "nimbusd", "nimbusctl"]),
+                    dependencies: ["NimbusSystem", "NimbusClient", "NimbusTestSupport", "NimbusTestTraits", "nimbusd", "nimbusctl"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,12 +1,13 @@
 import Foundation
 import Glibc
+import NimbusTestTraits
 import Testing
 import NimbusTestSupport
 
 /// The daemon's start (issue #13): folders that can never work end it before READY with a
 /// clear message and a sysexits code; a second daemon on a served local folder refuses to
 /// start and names the first; a crashed daemon leaves no lock behind.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.onAThreadOfItsOwn(timeLimit: .minutes(2)))
 struct DaemonStartTests {
     /// Runs nimbusd with `arguments` until it exits (at most 20 s, else it is killed and the
     /// test fails); its exit status and what it logged.

@@ -1,13 +1,14 @@
 import Foundation
 import Glibc
 import NimbusSystem
+import NimbusTestTraits
 import Testing
 
 
 /// nimbusd on a private session bus with a recorder standing in for the desktop's
 /// notification server (SessionBusHarness): what the user is told, how often, and what a
 /// click does.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.onAThreadOfItsOwn(timeLimit: .minutes(3)))
 struct DesktopNotificationTests {
     /// 150 synced files, 120 of them deleted locally: the guard holds the deletions, the
     /// desktop is told exactly once (not once per pass), and "Confirm deletions" applies them.

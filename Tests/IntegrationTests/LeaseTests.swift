@@ -2,13 +2,14 @@ import Foundation
 import NimbusClient
 import Glibc
 import Synchronization
+import NimbusTestTraits
 import Testing
 import NimbusTestSupport
 
 /// Leases for applications (issue #8) against the real daemon, through `nimbusctl lock`:
 /// nothing half-written reaches the cloud, a killed holder frees its lease, leases on one path
 /// take turns, and lock passes on its command's exit status.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.onAThreadOfItsOwn(timeLimit: .minutes(3)))
 struct LeaseTests {
     /// The leases held or waited for by connections (the daemon's own locks left out).
     func clientLeases(_ d: CtlDaemon) async throws -> [[String: Any]] {
@@ -196,7 +197,7 @@ struct LeaseTests {
 }
 
 /// The NimbusClient library's coordinated access against the real daemon.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.onAThreadOfItsOwn(timeLimit: .minutes(2)))
 struct CoordinatedAccessTests {
     @Test func coordinatedWriteReplacesWholeAndReadSeesIt() async throws {
         try await CtlDaemon.with { daemon in

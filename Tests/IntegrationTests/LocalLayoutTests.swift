@@ -1,11 +1,12 @@
 import Foundation
 import Glibc
+import NimbusTestTraits
 import Testing
 import NimbusTestSupport
 
 /// What the layout of the local folder must not break (issue #12): a file with several names
 /// (hard links), and a folder renamed while a download into it runs.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.onAThreadOfItsOwn(timeLimit: .minutes(3)))
 struct LocalLayoutTests {
 
     @Test("an append through one hard link reaches the cloud copies of every name of the file")

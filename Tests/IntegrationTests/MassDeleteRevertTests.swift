@@ -1,10 +1,11 @@
 import Foundation
+import NimbusTestTraits
 import Testing
 
 /// `nimbusctl revert-deletes` on the real daemon undoes a mass deletion as a whole (DESIGN §3),
 /// including the part applied before the guard held the rest: the `rm` that stalled under
 /// load and reached the daemon in two batches, the first under the limit.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.onAThreadOfItsOwn(timeLimit: .minutes(3)))
 struct MassDeleteRevertTests {
     static func name(_ folder: Int, _ file: Int) -> String { "d\(folder)/f\(file).txt" }
     static func content(_ folder: Int, _ file: Int) -> String { "file d\(folder)/f\(file)\n" }

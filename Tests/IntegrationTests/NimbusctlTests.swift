@@ -1,11 +1,12 @@
 import Foundation
 import Glibc
+import NimbusTestTraits
 import Testing
 import NimbusTestSupport
 
 /// nimbusctl against a real nimbusd on temporary folders: every command, in human and
 /// `--json` form, and the exit statuses 0, 1, 2 and 69.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.onAThreadOfItsOwn(timeLimit: .minutes(3)))
 struct NimbusctlTests {
     @Test func status() async throws {
         try await CtlDaemon.with { d in

@@ -1,10 +1,11 @@
 import Foundation
 import Glibc
+import NimbusTestTraits
 import Testing
 import NimbusTestSupport
 
 /// What needs no daemon: usage errors (exit 2), help, version, completion; and colour.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.onAThreadOfItsOwn(timeLimit: .minutes(2)))
 struct NimbusctlTestsWithoutDaemon {
     func run(_ arguments: [String]) async throws -> CtlResult {
         try await Polling.blocking {

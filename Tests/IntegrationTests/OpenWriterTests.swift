@@ -1,12 +1,13 @@
 import Foundation
 import Glibc
+import NimbusTestTraits
 import Testing
 
 /// DESIGN §3: a local file some program keeps open for writing is never replaced, deleted or
 /// evicted. A download waits until the program closes it; if it wrote meanwhile, that is a
 /// conflict and both versions are kept. Tried with real programs: Python, the sqlite3 shell
 /// and a shell redirection (`exec 3>>file`).
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.onAThreadOfItsOwn(timeLimit: .minutes(3)))
 struct OpenWriterTests {
 
     /// A program that opens a file for writing, says so by creating `ready`, waits for a line

@@ -1,11 +1,12 @@
 import Foundation
 import Glibc
+import NimbusTestTraits
 import Testing
 
 /// nimbusd holds CAP_SYS_ADMIN only for fanotify_init (DESIGN §5, issue 16): a running daemon
 /// started as root shows no capability left on any of its threads, cannot gain any by exec,
 /// and still syncs.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.onAThreadOfItsOwn(timeLimit: .minutes(2)))
 struct PrivilegeTests {
     @Test(.enabled(if: geteuid() == 0, "skipped: needs root, so that nimbusd starts with capabilities to drop"))
     func aRunningDaemonHasNoCapabilityLeft() async throws {

@@ -1,12 +1,13 @@
 import Foundation
 import Glibc
+import NimbusTestTraits
 import Testing
 import NimbusTestSupport
 
 /// What the user sees is the truth (issue #13): `status` names what needs the user and says
 /// so in its exit status, `watch` shows every change the daemon makes, a conflict's losing
 /// side is found under the name the user knows. Real nimbusd and nimbusctl.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.onAThreadOfItsOwn(timeLimit: .minutes(3)))
 struct StatusTruthTests {
     func statusJSON(_ d: CtlDaemon) async throws -> [String: Any] {
         let result = try await d.ctl(["--json", "status"])

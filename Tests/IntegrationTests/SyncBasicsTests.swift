@@ -1,9 +1,10 @@
 import Glibc
+import NimbusTestTraits
 import Testing
 
 /// The real `nimbusd` on real folders: every kind of change, in each direction, while it runs
 /// and while it is stopped; editors' save-by-rename; renames that must not copy.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.onAThreadOfItsOwn(timeLimit: .minutes(3)))
 struct SyncBasicsTests {
 
     @Test("each kind of change reaches the other side while the daemon runs", arguments: SyncDirection.allCases)

@@ -1,12 +1,13 @@
 import Foundation
 import Glibc
+import NimbusTestTraits
 import Testing
 import NimbusTestSupport
 
 /// Faults on the real daemon: a file rewritten during its upload, kill -9 in the middle of a
 /// batch, the cloud disk unmounted or full. Serialized: the tmpfs tests mount, and the others
 /// are heavy enough to disturb timing-sensitive neighbours.
-@Suite(.serialized, .timeLimit(.minutes(3)))
+@Suite(.serialized, .onAThreadOfItsOwn(timeLimit: .minutes(3)))
 struct SyncFaultTests {
 
     @Test("a file rewritten during its upload never reaches the cloud torn")

@@ -1,11 +1,12 @@
 import Foundation
 import Glibc
+import NimbusTestTraits
 import Testing
 
 /// The safety rules of DESIGN §3 and §4 on the real daemon: conflicts keep both versions, mass
 /// deletes are held, a root without its marker is never read as "everything was deleted", and
 /// two daemons can share one cloud folder.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.onAThreadOfItsOwn(timeLimit: .minutes(3)))
 struct SyncSafetyTests {
 
     /// The names in `root` (top level) that are conflict copies of `stem.ext` made by `device`.

@@ -1,11 +1,12 @@
 import Foundation
 import Glibc
+import NimbusTestTraits
 import Testing
 import NimbusTestSupport
 
 /// Symlinks and folders keep their modification times on sync, and a symlink whose own time
 /// changes (`touch -h`) is synced instead of staying `local` forever (issue #13).
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.onAThreadOfItsOwn(timeLimit: .minutes(2)))
 struct TimesTests {
     static let year2020: Int64 = 1_577_836_800  // 2020-01-01T00:00:00Z
 

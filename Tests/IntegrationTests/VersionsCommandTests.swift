@@ -1,11 +1,12 @@
 import Foundation
 import Glibc
+import NimbusTestTraits
 import Testing
 import NimbusTestSupport
 
 /// `versions --all`, `prune`, the store's size in `status`, and restoring a deleted folder
 /// (issue #13), with the real programs.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.onAThreadOfItsOwn(timeLimit: .minutes(3)))
 struct VersionsCommandTests {
     /// At debug level, so that the log of a failure shows every action (it showed a2 restored
     /// where a1 was asked for: `VersionStoreTests.twoVersionsDisplacedInOneSecondKeepTheirOrder`).

@@ -1,6 +1,7 @@
 import Foundation
 @testable import NimbusClient
 import NimbusProtocol
+import NimbusTestTraits
 import Synchronization
 import Testing
 

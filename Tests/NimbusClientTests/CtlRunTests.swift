@@ -1,6 +1,7 @@
 import Foundation
 @testable import NimbusClient
 import NimbusProtocol
+import NimbusTestTraits
 import Testing
 
 /// Whole nimbusctl command lines, in process, against the scripted daemon.

@@ -1,6 +1,7 @@
 import Glibc
 @testable import NimbusClient
 import NimbusSystem
+import NimbusTestTraits
 import NimbusVocabulary
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import NimbusTestSupport
+import NimbusTestTraits
 import Testing
 
 /// The trait really moves a test, its child tasks and its resumptions off the shared pool.
