@@ -130,6 +130,7 @@ extension SyncEngine {
         switch action {
         case .rename(let from, let to, let side, let expected):
             try expect(from, on: side, expected)
+            try lendMovedFolder(from, to: to, on: side, expected: expected)
             try system(side).rename(from, to: to, replacing: false)
             folderModes.withLock { $0.moved(from: from, to: to, on: side) }
             // The base moves with the entry; a rename changes neither side's metadata, so

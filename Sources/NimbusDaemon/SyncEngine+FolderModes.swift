@@ -101,23 +101,25 @@ extension SyncEngine {
     /// action (`holdAll` keeps them until the end of the execution).
     func lendFolders(for action: Action) throws {
         guard let side = action.side else { return }
-        var folders: [RelativePath] = []
         switch action {
         case .setMode, .record, .forget, .rebase:
             return  // Changes no folder's entries.
-        case .rename(let from, let to, _, let expected) where from.parent != to.parent && expected.kind == .directory:
-            // A folder moved to another parent has its `..` entry rewritten: it must be writable too.
-            folders = [from.parent, to.parent, from]
         default:
-            folders = action.lockedPaths.map(\.parent)
+            try lend(action.lockedPaths.map(\.parent), on: side)
         }
-        try lend(folders, on: side)
     }
 
     private func lend(_ folders: [RelativePath], on side: Side) throws {
         for folder in Set(folders) where !folder.isRoot {
             try lend(SidePath(side, folder))
         }
+    }
+
+    /// A folder moved to another parent has its `..` entry rewritten: it must be writable too.
+    /// Lent once the rename's expectation is checked (its mode is part of it), for the action.
+    func lendMovedFolder(_ from: RelativePath, to: RelativePath, on side: Side, expected: FileMetadata) throws {
+        guard from.parent != to.parent && expected.kind == .directory else { return }
+        try lend(SidePath(side, from))
     }
 
     private func lend(_ folder: SidePath) throws {

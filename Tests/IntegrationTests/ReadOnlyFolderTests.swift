@@ -97,6 +97,11 @@ struct ReadOnlyFolderTests {
             try SyncExpect.all(SyncExpect.file(target, "photos/2019/raw/2.jpg", "2.jpg\n"), SyncExpect.absent(target, "photos/2019/2.jpg"),
                                SyncExpect.directory(target, "photos/2019/raw", mode: 0o500))
         }
+        try SyncFiles.rename(path("photos/2019/raw"), path("photos/raw"))
+        try await sandbox.converge("\(direction): a read-only folder moved out of a read-only folder", source, target, timeout: .seconds(30)) {
+            try SyncExpect.all(SyncExpect.file(target, "photos/raw/3.raw", "raw/3.raw\n"), SyncExpect.absent(target, "photos/2019/raw"),
+                               SyncExpect.directory(target, "photos/raw", mode: 0o500))
+        }
         try SyncFiles.write(path("photos/2019/new.jpg"), Array("new\n".utf8))
         try Self.giveToNobody(source + "/photos/2019/new.jpg")
         try await sandbox.converge("\(direction): a new file inside a read-only folder", source, target, timeout: .seconds(30)) {

@@ -71,6 +71,16 @@ import NimbusVocabulary
         #expect(try target.metadata(of: rp("d/b")) == nil && pair.content(target, "d/e/b") == "d/b", "the rename followed")
         #expect(try target.metadata(of: rp("d"))?.mode == 0o555 && target.metadata(of: rp("d/e"))?.mode == 0o500)
 
+        // A read-only folder moved to another read-only folder: its `..` changes too.
+        try Self.asRoot(source) { try source.rename(rp("d/e"), to: rp("d/e2"), replacing: false) }
+        try source.write(rp("g/x"), Array("x".utf8))
+        try source.setAttributes(rp("g"), mode: 0o555, mtime: nil)
+        pair.sync()
+        try Self.asRoot(source) { try source.rename(rp("d/e2"), to: rp("g/e"), replacing: false) }
+        pair.sync()
+        #expect(try pair.content(target, "g/e/b") == "d/b" && target.metadata(of: rp("d/e2")) == nil, "the folder moved")
+        #expect(try target.metadata(of: rp("g/e"))?.mode == 0o500 && target.metadata(of: rp("g"))?.mode == 0o555)
+
         try Self.asRoot(source) { try source.removeRecursively(rp("d")) }
         pair.sync()
         #expect(try target.metadata(of: rp("d")) == nil, "the read-only tree was removed")
