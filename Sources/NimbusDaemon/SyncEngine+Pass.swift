@@ -152,6 +152,12 @@ extension SyncEngine {
         (try? local.metadata(of: path)) != nil || (try? cloud.metadata(of: path)) != nil
     }
 
+    /// Makes the records of the pass durable. It runs after the batch's flush of the names
+    /// (`installBatch`), never beside it, even when the journal is on another filesystem than
+    /// the folders (issue 15 asked whether the two could overlap): a record that is durable
+    /// before the rename it describes would, after a crash that lost the rename, say the file
+    /// was synced where it is missing, and the next pass would take that as a deletion there
+    /// and delete the other side's file.
     func commit() {
         // The first record makes the pair paired, after which a missing marker halts it: the
         // local marker must be durable before (`RootMarkers.check`). Held records are written
