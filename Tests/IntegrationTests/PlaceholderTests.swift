@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import NimbusTestTraits
 import Testing
 import NimbusTestSupport
 
@@ -9,7 +10,7 @@ import NimbusTestSupport
 /// runs its tests in source order, file name first: the first file's first test runs while the
 /// whole `swift test` starts up, under the most load (`cloudChangeDuringDownload` failed there
 /// in two runs out of two, so file names keep the timing-sensitive tests out of that place).
-@Suite(.serialized, .timeLimit(.minutes(2)))
+@Suite(.serialized, .onAThreadOfItsOwn(timeLimit: .minutes(2)))
 struct PlaceholderIntegrationTests {
 
     /// Whether `relative` is a placeholder in `local`: `relative.nimbus` exists and `relative` does not.

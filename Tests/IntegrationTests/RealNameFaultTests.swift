@@ -1,12 +1,13 @@
 import Foundation
 import Glibc
+import NimbusTestTraits
 import Testing
 import NimbusTestSupport
 
 /// Issue 16 through the real daemon, when things go wrong: a vanished cloud copy, a full local
 /// disk, twenty readers at once, indexers and storms. A reader gets the right bytes or an
 /// error, never zeros, and a failed fill leaves no partial file.
-@Suite(.serialized, .timeLimit(.minutes(5)),
+@Suite(.serialized, .onAThreadOfItsOwn(timeLimit: .minutes(5)),
        .enabled(if: RealNameSupport.skipReason == nil, Comment(rawValue: RealNameSupport.skipReason ?? "")))
 struct RealNameFaultTests {
 

@@ -1,11 +1,12 @@
 import Foundation
 import Glibc
+import NimbusTestTraits
 import Testing
 
 /// A first pairing creates the local folder, so the style cannot be tried on the folder
 /// itself: it is tried in the nearest folder that exists, where the new one is made. Before,
 /// a new user's first run always fell back to suffix placeholders.
-@Suite(.serialized, .timeLimit(.minutes(2)),
+@Suite(.serialized, .onAThreadOfItsOwn(timeLimit: .minutes(2)),
        .enabled(if: RealNameSupport.skipReason == nil, Comment(rawValue: RealNameSupport.skipReason ?? "")))
 struct RealNameFirstPairingTests {
     @Test("style = auto on a first pairing whose local folder does not exist yet chooses real-name placeholders")

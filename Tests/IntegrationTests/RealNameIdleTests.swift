@@ -1,10 +1,11 @@
 import Foundation
 import Glibc
+import NimbusTestTraits
 import Testing
 
 /// README's "idle CPU: no wake-ups" through the real daemon with real-name placeholders, whose
 /// fanotify thread used to wake every 200 ms only to look for a stop.
-@Suite(.serialized, .timeLimit(.minutes(3)),
+@Suite(.serialized, .onAThreadOfItsOwn(timeLimit: .minutes(3)),
        .enabled(if: RealNameSupport.skipReason == nil, Comment(rawValue: RealNameSupport.skipReason ?? "")))
 struct RealNameIdleTests {
     /// Context switches of each thread (`TID name`), from /proc/PID/task/*/status.

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import NimbusSystem
+import NimbusTestTraits
 import Testing
 import NimbusTestSupport
 
@@ -10,7 +11,7 @@ import NimbusTestSupport
 /// lets waiting readers through only when the group closes) until the next nimbusd, given
 /// the group as `LISTEN_FDS`, answers it with EIO: never the part filled so far, then zeros.
 /// Then a new reader gets the right bytes from the new daemon.
-@Suite(.serialized, .timeLimit(.minutes(5)),
+@Suite(.serialized, .onAThreadOfItsOwn(timeLimit: .minutes(5)),
        .enabled(if: RealNameSupport.skipReason == nil, Comment(rawValue: RealNameSupport.skipReason ?? "")))
 struct RealNameKeptGroupTests {
 

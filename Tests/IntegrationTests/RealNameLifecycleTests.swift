@@ -1,12 +1,13 @@
 import Foundation
 import Glibc
+import NimbusTestTraits
 import Testing
 import NimbusTestSupport
 
 /// Issue 16 through the real daemon, across its life: kill -9 during a fill, a clean stop
 /// and unprivileged readers, programs that overwrite or truncate a not-downloaded file.
 /// (Evict and read again, and the guard's permission bits, are in RealNamePlaceholderDaemonTests.)
-@Suite(.serialized, .timeLimit(.minutes(5)),
+@Suite(.serialized, .onAThreadOfItsOwn(timeLimit: .minutes(5)),
        .enabled(if: RealNameSupport.skipReason == nil, Comment(rawValue: RealNameSupport.skipReason ?? "")))
 struct RealNameLifecycleTests {
 

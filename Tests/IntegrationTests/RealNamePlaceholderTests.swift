@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import NimbusSystem
+import NimbusTestTraits
 import Testing
 
 /// Real-name placeholders through the real nimbusd (issue 16): cloud files appear under their
@@ -8,7 +9,7 @@ import Testing
 /// download, evict and pin work in place, a clean stop guards them, and switching styles
 /// converts both ways without downloading. The heavier cases (50 MB programs, kill -9 during a
 /// fetch, indexers, the rate limit, a full disk) are in the issue's own tests.
-@Suite(.serialized, .timeLimit(.minutes(3)), .enabled(if: RealNameSupport.skipReason == nil, Comment(rawValue: RealNameSupport.skipReason ?? "")))
+@Suite(.serialized, .onAThreadOfItsOwn(timeLimit: .minutes(3)), .enabled(if: RealNameSupport.skipReason == nil, Comment(rawValue: RealNameSupport.skipReason ?? "")))
 struct RealNamePlaceholderDaemonTests {
 
     static func start(_ label: String, files: [String: [UInt8]]) async throws -> PlaceholderSandbox {

@@ -1,11 +1,12 @@
 import Foundation
 import Glibc
+import NimbusTestTraits
 import Testing
 
 /// Issue 16 through the real daemon: the programs people read files with get the cloud's
 /// bytes from a not-downloaded real-name placeholder of 4 KiB and of 50 MB, on ext4 (the
 /// filesystem of /var/tmp) and on xfs and btrfs images where their mkfs is installed.
-@Suite(.serialized, .timeLimit(.minutes(10)),
+@Suite(.serialized, .onAThreadOfItsOwn(timeLimit: .minutes(10)),
        .enabled(if: RealNameSupport.skipReason == nil, Comment(rawValue: RealNameSupport.skipReason ?? "")))
 struct RealNameReadTests {
 
