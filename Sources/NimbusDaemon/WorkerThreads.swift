@@ -30,6 +30,12 @@ final class WorkerThreads<Output: Sendable>: Sendable {
             return output.withLock { $0! }
         }
 
+        /// Blocks until the work has finished, leaving its output for `wait`.
+        func waitUntilReady() {
+            ready.wait()
+            ready.signal()
+        }
+
         fileprivate func fill(_ value: Output) {
             output.withLock { $0 = value }
             ready.signal()
