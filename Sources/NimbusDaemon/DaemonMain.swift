@@ -10,9 +10,10 @@ import NimbusSystem
 /// Threads, and the four mechanisms that coordinate them (each type says what it owns):
 /// - threads of our own (`ProcessSupport.detachThread`, pthreads): the main thread becomes
 ///   the engine thread (`PairRuntime.run`); one per watched side; the control server; the
-///   hydration server's reader; the desktop notifier;
+///   hydration server's reader; the desktop notifier; the signals' (`handleSignals`); a
+///   batch's copy workers (`WorkerThreads`);
 /// - Dispatch: the semaphores those threads sleep on (`Inbox`), the control workers' and
-///   the hydration fills' queues, and the signal sources (on `nimbus.signals`);
+///   the hydration fills' queues;
 /// - `Mutex`/`Atomic` (Synchronization) for every piece of state shared between threads;
 /// - Swift tasks only where an API is async: waiting for a lease (`ControlLeases`).
 public enum DaemonMain {
@@ -20,6 +21,9 @@ public enum DaemonMain {
         // Before the configuration, the journal or any file is read, and before any thread
         // starts: the one privileged call, then no capability at all (DESIGN §5).
         let privilege = DaemonPrivilege.acquire(environment: environment)
+        // Held back until the signal thread takes them (`handleSignals`): a SIGTERM that comes
+        // before it exists, or lands on another thread, waits instead of being lost.
+        ProcessSupport.blockSignals(handledSignals)
         let launch: DaemonLaunch
         do {
             launch = try DaemonArguments.resolve(
@@ -45,6 +49,9 @@ public enum DaemonMain {
             return serve(configuration, arguments: arguments, environment: environment, privilege: privilege)
         }
     }
+
+    /// SIGTERM and SIGINT stop cleanly; SIGHUP reloads the configuration.
+    static let handledSignals = [ProcessSupport.terminate, ProcessSupport.interrupt, ProcessSupport.hangUp]
 
     /// Reads the configuration again with the same flags (SIGHUP).
     static func reloadedConfiguration(arguments: [String], environment: [String: String]) throws -> Configuration {
@@ -124,9 +131,7 @@ public enum DaemonMain {
             return 73  // EX_CANTCREAT: the control socket could not be created
         }
         server.start()
-        let signalQueue = DispatchQueue(label: "nimbus.signals")
-        let signals = [ProcessSupport.terminate, ProcessSupport.interrupt, ProcessSupport.hangUp]
-        let sources = ProcessSupport.handleSignals(signals, on: signalQueue) { signal in
+        ProcessSupport.handleSignals(handledSignals) { signal in
             guard signal == ProcessSupport.hangUp else {
                 notifier.stopping()
                 runtime.stop()
@@ -152,7 +157,6 @@ public enum DaemonMain {
         // Stopped cleanly: the placeholders are guarded, and the next daemon makes a group of its own.
         if group != nil { notifier.removeStoredDescriptor(name: SystemdDescriptors.fanotifyGroupName) }
         server.stop()
-        withExtendedLifetime(sources) {}
         log.notice("stopped")
         return 0
     }

@@ -1,4 +1,3 @@
-import Dispatch
 import CNimbus
 import Glibc
 import NimbusVocabulary
@@ -62,23 +61,42 @@ public enum ProcessSupport {
         _ = CNimbus.malloc_trim(0)
     }
 
-    /// Delivers `signals` to `handler` on `queue` instead of their default action.
-    /// Keep the returned sources alive for as long as the handling should last.
-    public static func handleSignals(_ signals: [Int32], on queue: DispatchQueue,
-                                     _ handler: @escaping @Sendable (Int32) -> Void) -> [any DispatchSourceSignal] {
-        // A launcher may have left these blocked (the mask is inherited): unblock them, or
-        // they would stay pending for ever.
+    /// Holds `signals` back from every thread started after this call (threads inherit the
+    /// mask), until `handleSignals` takes them: a signal that arrives in between stays pending
+    /// instead of being lost or killing the process. Call it first thing in `main`, before any
+    /// thread starts. The corresponding C function is `pthread_sigmask`.
+    public static func blockSignals(_ signals: [Int32]) {
+        var set = signalSet(signals)
+        pthread_sigmask(SIG_BLOCK, &set, nil)
+    }
+
+    /// Delivers `signals` to `handler`, one at a time, on a thread of its own that waits for
+    /// them (`sigwaitinfo`), instead of their default action; for the life of the process.
+    /// `blockSignals` must have held them back from every thread first.
+    ///
+    /// Not Dispatch's signal sources: on Linux those set the signal to SIG_IGN and install
+    /// their own handler later, on the manager thread, which blocks it there only; a SIGTERM
+    /// delivered meanwhile, or to another thread, was dropped (7 of 60 right after READY=1
+    /// under CPU load), and `systemctl stop` waited for its timeout. A blocked signal waits
+    /// in the process's pending set until this thread takes it; nothing can drop it. Children
+    /// are spawned with an empty mask (`ChildProcess`), so they do not inherit the block.
+    public static func handleSignals(_ signals: [Int32], _ handler: @escaping @Sendable (Int32) -> Void) {
+        blockSignals(signals)
+        let numbers = signals
+        detachThread(name: "nimbus-signals") {
+            var set = signalSet(numbers)
+            while true {
+                let number = sigwaitinfo(&set, nil)
+                if number > 0 { handler(number) }  // -1: EINTR (another signal's handler ran)
+            }
+        }
+    }
+
+    private static func signalSet(_ signals: [Int32]) -> sigset_t {
         var set = sigset_t()
         sigemptyset(&set)
         for number in signals { sigaddset(&set, number) }
-        pthread_sigmask(SIG_UNBLOCK, &set, nil)
-        return signals.map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler { handler(number) }
-            source.resume()
-            return source
-        }
+        return set
     }
 
     public static let terminate = SIGTERM

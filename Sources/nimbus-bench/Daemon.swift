@@ -179,16 +179,18 @@ final class Cleanup: @unchecked Sendable {
     private let lock = NSLock()
     private var daemons: Set<Int32> = []
     private var folder: String?
-    private var sources: [any DispatchSourceSignal] = []
 
     func started(_ pid: Int32) { lock.withLock { _ = daemons.insert(pid) } }
     func stopped(_ pid: Int32) { lock.withLock { _ = daemons.remove(pid) } }
 
+    /// Taken by a signal thread from `install` on; installed before the bench starts any thread,
+    /// so every thread inherits the block (`ProcessSupport.handleSignals`).
+    static let signals = [ProcessSupport.interrupt, ProcessSupport.terminate]
+
     /// On SIGINT or SIGTERM: SIGTERM to every daemon still running, remove `folder`, exit 130.
     func install(removing folder: String?) {
         lock.withLock { self.folder = folder }
-        sources = ProcessSupport.handleSignals([ProcessSupport.interrupt, ProcessSupport.terminate],
-                                               on: DispatchQueue(label: "nimbus-bench.signals")) { [self] _ in
+        ProcessSupport.handleSignals(Self.signals) { [self] _ in
             let (pids, folder) = lock.withLock { (daemons, self.folder) }
             FileHandle.standardError.write(Data("[bench] interrupted: stopping \(pids.count) daemon(s) and cleaning up\n".utf8))
             for pid in pids { kill(pid, SIGTERM) }
