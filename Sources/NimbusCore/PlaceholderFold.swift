@@ -63,17 +63,18 @@ public struct PlaceholderFold: Sendable {
 /// - `scope`: the roots the scan covered; a name outside them is unknown, not absent.
 /// - `contents`: what small files hold, for those the fold asked for in `needsContents`.
 /// - `namer`: conflict names, for a placeholder moved off a name another file holds.
+/// - `filling`: real-name placeholders being filled for a reader as the scan ran.
 public func foldPlaceholders(style: PlaceholderStyle, scope: [RelativePath], base: [RelativePath: BaseEntry],
                              local: [RelativePath: FileMetadata], cloud: [RelativePath: FileMetadata],
                              records: some PlaceholderRecords, contents: [RelativePath: PlaceholderFileContents] = [:],
-                             namer: ConflictNamer) -> PlaceholderFold {
+                             namer: ConflictNamer, filling: Set<RelativePath> = []) -> PlaceholderFold {
     var fold = PlaceholderFold(local: local)
     switch style {
     case .suffix:
         let folder = SuffixFolder(scope: scope, base: base, cloud: cloud, records: records, contents: contents, namer: namer)
         folder.fold(&fold)
     case .realName:
-        foldRealNamePlaceholders(&fold, base: base, records: records)
+        foldRealNamePlaceholders(&fold, base: base, records: records, filling: filling)
     }
     // A tracked placeholder missing from the pass may have been renamed to a name outside
     // it (its events not read yet): unlike a file, a placeholder cannot be uploaded again
@@ -87,15 +88,20 @@ public func foldPlaceholders(style: PlaceholderStyle, scope: [RelativePath], bas
 
 /// Real-name placeholders are recognised by the journal alone: a tracked placeholder whose
 /// file is unchanged stands for its cloud file. One that changed was filled or written: it
-/// is content now, and reconcile treats it as any file's change.
-private func foldRealNamePlaceholders(_ fold: inout PlaceholderFold, base: [RelativePath: BaseEntry], records: some PlaceholderRecords) {
+/// is content now, and reconcile treats it as any file's change. One being filled is still
+/// the placeholder: the fill's writes move its time until the fill ends and restores it, and
+/// taken for an edit, the cloud's own half-copied bytes would be uploaded over the cloud
+/// file. The fill's outcome (`applyHydration`) settles what it is.
+private func foldRealNamePlaceholders(_ fold: inout PlaceholderFold, base: [RelativePath: BaseEntry], records: some PlaceholderRecords,
+                                      filling: Set<RelativePath>) {
     guard records.placeholderCount > 0 else { return }
     for path in base.keys {
         guard let record = records.placeholderRecord(at: path), record.isPlaceholder, let meta = fold.local[path],
               meta.kind == .file else { continue }
         var recorded = record.base.local
-        if isGuarded(meta, as: recorded) {
-            // Guarded (no permission bits while no daemon listened): still the file it stands for.
+        if isGuarded(meta, as: recorded) || filling.contains(path) {
+            // Guarded (no permission bits while no daemon listened), or being filled: still the
+            // file it stands for.
         } else if meta.isUnchanged(from: recorded.withMode(meta.mode)) {
             // chmod: a change of the file's mode, not of its content.
             recorded.mode = meta.mode

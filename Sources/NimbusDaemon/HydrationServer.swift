@@ -155,6 +155,13 @@ public final class HydrationServer: Sendable {
         stormHandler.withLock { $0 = handler }
     }
 
+    /// Whether a fill (or an eviction) of the file `device`/`inode` is running now: its writes
+    /// move the file's time until it ends, restored then, so what a scan sees meanwhile is no
+    /// edit (`SyncEngine.foldPlaceholders`).
+    public func isFilling(device: UInt64, inode: UInt64) -> Bool {
+        inFlight.withLock { $0[FileIdentity(device: device, inode: inode)] != nil }
+    }
+
     /// An eviction in place begins on `inode`: known as `placeholder` from now on, and its
     /// readers wait (as for a fill) until `endEviction`, so none reads the holes being made.
     public func beginEviction(device: UInt64, inode: UInt64, _ placeholder: Placeholder) {

@@ -46,10 +46,14 @@ public protocol PlaceholderMarker: Sendable {
 
     /// Forgets a file that is no longer a placeholder (downloaded, removed, replaced).
     func forget(_ local: FileMetadata)
+
+    /// Whether the placeholder `local` (by inode) is being filled for a reader right now.
+    func isBeingFilled(_ local: FileMetadata) -> Bool
 }
 
 extension PlaceholderMarker {
     public func placeholdersKnown() {}
+    public func isBeingFilled(_ local: FileMetadata) -> Bool { false }
 }
 
 /// The real marker: the pair's fanotify group, and the hydration server that answers it.
@@ -65,6 +69,8 @@ public final class FanotifyPlaceholderMarker: PlaceholderMarker {
     }
 
     public func placeholdersKnown() { server.placeholdersKnown() }
+
+    public func isBeingFilled(_ local: FileMetadata) -> Bool { server.isFilling(device: local.device, inode: local.inode) }
 
     public func prepare(_ path: RelativePath, cloud: FileMetadata, durable: Bool) throws -> PreparedCopy {
         let shape = RealNamePlaceholderFile.Shape(size: cloud.size, mtime: cloud.mtime, mode: cloud.mode)

@@ -34,13 +34,14 @@ extension SyncEngine {
         let style = settings.placeholderStyle
         let index = state.withLock { $0.index }
         let namer = namer
+        let filling = placeholdersBeingFilled(views, index: index)
         var contents: [RelativePath: PlaceholderFileContents] = [:]
         var fold = NimbusCore.foldPlaceholders(style: style, scope: scope, base: views.base, local: views.local, cloud: views.cloud,
-                                               records: index, namer: namer)
+                                               records: index, namer: namer, filling: filling)
         for _ in 0..<3 where !fold.needsContents.isEmpty {
             for file in fold.needsContents { contents[file] = readSmallFile(file) }
             fold = NimbusCore.foldPlaceholders(style: style, scope: scope, base: views.base, local: views.local, cloud: views.cloud,
-                                               records: index, contents: contents, namer: namer)
+                                               records: index, contents: contents, namer: namer, filling: filling)
         }
         for file in fold.unreadable { scheduleRetry(file, error: "unreadable") }
         views.local = fold.local
@@ -53,6 +54,19 @@ extension SyncEngine {
             views.base[path] = nil
             views.cloud[path] = nil
         }
+    }
+
+    /// The real-name placeholders of the scan that the hydration server is filling for a
+    /// reader now (their time moved by the fill's writes): the fold keeps them placeholders.
+    func placeholdersBeingFilled(_ views: Views, index: SyncIndex) -> Set<RelativePath> {
+        guard settings.placeholderStyle == .realName, let marker, index.placeholders > 0 else { return [] }
+        var filling = Set<RelativePath>()
+        for (path, found) in views.local where found.kind == .file {
+            guard let record = index[path], record.isPlaceholder, !found.isUnchanged(from: record.base.local),
+                  marker.isBeingFilled(found) else { continue }
+            filling.insert(path)
+        }
+        return filling
     }
 
     /// What a small local file holds, for the fold.

@@ -210,4 +210,21 @@ struct RecordsModel: PlaceholderRecords {
         let changed = fold(.realName, base: [rp("data"): base], local: [rp("data"): written], cloud: [rp("data"): cloudFile], records: records)
         #expect(changed.placeholders.isEmpty && changed.local[rp("data")] == written)
     }
+
+    /// A real-name placeholder being filled for a reader: the fill's writes move its time (until
+    /// the fill restores it), which is no edit. Taken for one, the half-filled file would be
+    /// uploaded over its own cloud file; the fill's outcome decides instead.
+    @Test func aRealNamePlaceholderBeingFilledIsStillThePlaceholder() {
+        let sparse = meta(size: 14, inode: 70)
+        let base = BaseEntry(local: sparse, cloud: cloudFile)
+        let records = RecordsModel(records: [rp("data"): PlaceholderRecord(base: base, isPlaceholder: true)])
+        let midFill = meta(size: 14, inode: 70, mtime: 1_700_000_200_000_000_000)
+        let filling = foldPlaceholders(style: .realName, scope: [.root], base: [rp("data"): base], local: [rp("data"): midFill],
+                                       cloud: [rp("data"): cloudFile], records: records, namer: namer, filling: [rp("data")])
+        #expect(filling.placeholders == [rp("data"): midFill])
+        #expect(filling.local[rp("data")] == sparse, "it stands for its cloud file, unchanged")
+        let otherwise = foldPlaceholders(style: .realName, scope: [.root], base: [rp("data"): base], local: [rp("data"): midFill],
+                                         cloud: [rp("data"): cloudFile], records: records, namer: namer)
+        #expect(otherwise.placeholders.isEmpty && otherwise.local[rp("data")] == midFill, "not being filled: an edit")
+    }
 }
