@@ -6,8 +6,10 @@ import NimbusVocabulary
 
 // Paths and errors: a request's path checked, and errors as the protocol says them.
 extension ControlHandler {
-    /// The path of a request, checked: lexically (WirePath) and on disk, where no folder on
-    /// the way may be a symlink (the last component may be one: it is synced as one).
+    /// The path of a request, checked: lexically (WirePath), against Nimbus's own names
+    /// (`nimbus_own`, whether or not it exists: every method that takes a path answers so,
+    /// here and only here), and on disk, where no folder on the way may be a symlink (the
+    /// last component may be one: it is synced as one).
     func resolvePath(_ text: String?, _ base64: String?, field: String, default fallback: RelativePath? = nil) throws -> RelativePath {
         if text == nil && base64 == nil, let fallback { return fallback }
         let wire: WirePath
@@ -25,6 +27,7 @@ extension ControlHandler {
         } catch {
             throw Self.invalidPath(wire.text, reason: error.description)
         }
+        if let what = RootMarkers.ownName(path) { throw Self.nimbusOwn(path, what) }
         var prefix = RelativePath.root
         for name in path.components.dropLast() {
             prefix = try prefix.appending(name: name)

@@ -136,7 +136,6 @@ extension ControlHandler {
     func stat(_ request: ControlRequest) throws {
         let params = try requiredParams(PathParams.self, request)
         let path = try resolvePath(params.path, params.pathBytes, field: "path")
-        if let what = RootMarkers.ownName(path) { throw Self.nimbusOwn(path, what) }
         let replier = try later(request)
         let pair = self.pair
         workers.run {

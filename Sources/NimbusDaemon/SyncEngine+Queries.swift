@@ -91,7 +91,7 @@ extension SyncEngine {
     }
 
     func isExcluded(_ path: RelativePath) -> Bool {
-        path == RootMarkers.local || TemporaryName.isTemporary(path.name)
+        path == RootMarkers.local || path == RootMarkers.cloudDirectory || TemporaryName.isTemporary(path.name)
     }
 
     /// Whether `path` is one of Nimbus's own names in the local folder or lies inside one
@@ -186,11 +186,16 @@ extension SyncEngine {
 
 extension RootMarkers {
     /// What `path` is when it is one of Nimbus's own names in the local folder or lies inside
-    /// one, in words that finish "PATH is …": the root marker, a copy's temporary file, the
-    /// holding folder of kept deletions (`.nimbus-tmp-deleted/…`), any other `.nimbus-tmp-`
-    /// name. Nil for the user's names.
+    /// one, in words that finish "PATH is …": the root marker, `.nimbus` at the top (the
+    /// name of Nimbus's own folder in the cloud folder, never synced either way), a copy's
+    /// temporary file, the holding folder of kept deletions (`.nimbus-tmp-deleted/…`), any
+    /// other `.nimbus-tmp-` name. Nil for the user's names.
     static func ownName(_ path: RelativePath) -> String? {
         if path == local { return "the marker Nimbus keeps to recognise the local folder it syncs" }
+        if cloudDirectory.contains(path) {
+            let what = "the name of the folder where Nimbus keeps its own data in the cloud folder"
+            return path == cloudDirectory ? what : "inside \(cloudDirectory), \(what)"
+        }
         guard let index = path.components.firstIndex(where: TemporaryName.isTemporary) else { return nil }
         let top = path.components[...index].reduce(RelativePath.root) { try! $0.appending(name: $1) }
         if let holding = deletedHolding(containing: path) {

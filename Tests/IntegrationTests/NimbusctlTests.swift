@@ -70,30 +70,6 @@ struct NimbusctlTests {
         }
     }
 
-    /// Nimbus's own names in the local folder (its marker, a copy's temporary, the holding
-    /// folder of kept deletions) are not shown as the user's files: info says plainly what
-    /// the name is and that it is never synced (`nimbus_own`, not "not in the local folder",
-    /// which was misleading for a name that is there), and ls answers not found.
-    @Test func nimbusOwnNamesAreNotShown() async throws {
-        try await CtlDaemon.with { d in
-            try d.write(".nimbus-tmp-deleted/d/kept.txt", "deleted by a sync, kept for a while")
-            let owns = [(".nimbus-root", "the marker Nimbus keeps"), (".nimbus-tmp-deleted", "keeps local files a sync deleted"),
-                        (".nimbus-tmp-deleted/d/kept.txt", "in .nimbus-tmp-deleted, where Nimbus keeps local files a sync deleted"),
-                        (".nimbus-tmp-0123456789abcdef", "a temporary file of a copy Nimbus is making")]
-            for (own, what) in owns {
-                let info = try await d.ctl(["--json", "info", own])
-                let error = (try? info.json()["error"] as? [String: Any]) ?? [:]
-                #expect(info.status == 1 && error["name"] as? String == "nimbus_own" && error["code"] as? Int == -32013, "\(own): \(info)")
-                #expect((error["reason"] as? String)?.contains(what) == true, "\(own): \(info)")
-                let human = try await d.ctl(["info", own])
-                #expect(human.status == 1 && human.stderr.contains("Nimbus's own name, never synced")
-                        && human.stderr.contains("\(own) is ") && human.stderr.contains("it is never synced"), "\(own): \(human)")
-            }
-            let ls = try await d.ctl(["ls", ".nimbus-tmp-deleted/d"])
-            #expect(ls.status == 1 && ls.stderr.contains("belongs to Nimbus itself"), "\(ls)")
-        }
-    }
-
     @Test func evictPinAndDownloadInMirrorMode() async throws {
         try await CtlDaemon.with { d in
             try d.write("a.txt", "hello")

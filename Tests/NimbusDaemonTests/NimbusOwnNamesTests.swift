@@ -42,6 +42,8 @@ import NimbusVocabulary
     @Test func ownNamesSayWhatTheyAre() {
         let owns: [(RelativePath, String)] = [
             (RootMarkers.local, "the marker Nimbus keeps to recognise the local folder it syncs"),
+            (rp(".nimbus"), "the name of the folder where Nimbus keeps its own data in the cloud folder"),
+            (rp(".nimbus/versions/a.txt"), "inside .nimbus, the name of the folder where Nimbus keeps its own data"),
             (Self.holding, "the folder where Nimbus keeps local files a sync deleted"),
             (Self.kept, "in .nimbus-tmp-deleted, where Nimbus keeps local files a sync deleted"),
             (RootMarkers.deletedHolding(2).appending(rp("x")), "in .nimbus-tmp-deleted-2, where"),
@@ -52,7 +54,7 @@ import NimbusVocabulary
         for (path, what) in owns {
             #expect(RootMarkers.ownName(path)?.hasPrefix(what) == true, "\(path): \(RootMarkers.ownName(path) ?? "nil")")
         }
-        for users in [".nimbusignore", "d/.nimbus-root", ".nimbus-rootx", "notes.nimbus-tmp-1", "d/gone.txt"] {
+        for users in [".nimbusignore", "d/.nimbus-root", ".nimbus-rootx", "notes.nimbus-tmp-1", "d/gone.txt", "d/.nimbus", ".nimbusx", "a.nimbus"] {
             #expect(RootMarkers.ownName(rp(users)) == nil, "\(users) is the user's")
         }
     }
