@@ -10,6 +10,11 @@ import Synchronization
 /// (`DesktopAlertFilter`), talks D-Bus, and carries out the actions the user clicks. A bus
 /// that is absent, slow or broken costs a log line and a short timeout, never the sync:
 /// after a failure the next notification tries again, at most once a minute.
+///
+/// Who owns what: the notifier's thread (`run`) owns the `var`s below (the filter, the bus
+/// connection, what is shown); the engine and the control threads reach it only through
+/// `post`, `setEnabled` and `stop`, which touch the `Mutex`es, the atomics and the wake pipe.
+/// `@unchecked Sendable` for those thread-owned `var`s.
 final class DesktopNotifier: @unchecked Sendable {
     /// What the actions do; called on the notifier's thread.
     struct Actions: Sendable {

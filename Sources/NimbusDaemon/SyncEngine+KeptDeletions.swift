@@ -131,6 +131,7 @@ extension SyncEngine {
     /// Lets go of what the deletions applied more than a window ago kept, on the sides with
     /// nothing held: they no longer count toward the guard, and a revert no longer undoes them.
     public func releaseExpiredDeletions() {
+        checkOwner()
         let now = clock.monotonicNow
         let expired = state.withLock { s in
             s.appliedDeletions.expire(now: now, window: Self.deletionWindow, holding: s.holdingSides)

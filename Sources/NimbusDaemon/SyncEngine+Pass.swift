@@ -7,6 +7,7 @@ extension SyncEngine {
     /// Recovery at start: removes temporary files a crash left (see `removeTemporariesAtStart`),
     /// then syncs everything (`firstPass`) and counts the versions store (`pruneVersions`).
     public func start() {
+        checkOwner()
         firstPass()
         writePendingMarks()
         pruneVersions()
@@ -159,6 +160,7 @@ extension SyncEngine {
     /// was synced where it is missing, and the next pass would take that as a deletion there
     /// and delete the other side's file.
     func commit() {
+        checkOwner()
         // The first record makes the pair paired, after which a missing marker halts it: the
         // local marker must be durable before (`RootMarkers.check`). Held records are written
         // by the next commit: a retry with back-off (`retryCommitIfDue`), the next pass that
@@ -186,6 +188,7 @@ extension SyncEngine {
     /// without it, records held by a failed flush waited for the next pass that changed
     /// something, or the stop.
     public func retryCommitIfDue() {
+        checkOwner()
         guard let due = state.withLock({ $0.heldCommit?.due }), clock.monotonicNow >= due else { return }
         commit()
     }

@@ -19,6 +19,7 @@ extension SyncEngine {
     /// Writes the marks of the files uploaded since the last call, as their state is now (a
     /// conflict or an error since the upload wins over `downloaded`), and clears the note.
     func writePendingMarks() {
+        checkOwner()
         let marks = state.withLock { s in
             defer { s.pendingMarks = [] }
             return s.pendingMarks

@@ -11,6 +11,7 @@ extension SyncEngine {
     /// Converts and marks the journal's placeholders; returns how many were converted.
     @discardableResult
     public func preparePlaceholders() -> Int {
+        checkOwner()
         let records = state.withLock { s in s.index.all.filter { $0.1.isPlaceholder }.map { ($0.0, $0.1) } }
         guard !records.isEmpty else { return 0 }
         let current = placeholderStyle

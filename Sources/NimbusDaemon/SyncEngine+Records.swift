@@ -6,6 +6,7 @@ import NimbusVocabulary
 /// transient states (uploading, downloading, an error) it shows while one runs.
 extension SyncEngine {
     func setRecord(_ path: RelativePath, _ record: PathRecord?) {
+        checkOwner()  // The journal is the engine thread's (a copy worker must never get here).
         state.withLock { s in
             s.index[path] = record
             s.retryCount[path] = nil
@@ -24,6 +25,7 @@ extension SyncEngine {
 
     /// Changes the record of `path`, or creates it from `creating`.
     func updateRecord(_ path: RelativePath, creating base: BaseEntry? = nil, _ change: (inout PathRecord) -> Void) {
+        checkOwner()
         let record: PathRecord? = state.withLock { s in
             guard var record = s.index[path] ?? base.map({ PathRecord(base: $0) }) else { return nil }
             change(&record)
@@ -73,6 +75,7 @@ extension SyncEngine {
     }
 
     func rekey(from: RelativePath, to: RelativePath) {
+        checkOwner()
         let moved: [(RelativePath, PathRecord)] = state.withLock { s in
             let paths = s.index.subtree(from)
             let moved = paths.map { ($0, s.index[$0]!) }

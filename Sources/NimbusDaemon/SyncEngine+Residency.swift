@@ -235,6 +235,7 @@ extension SyncEngine {
     /// Notes that a program opened `path` (for the cache budget's "least recently opened").
     /// Written at most once a second per file, so a busy file costs the journal little.
     public func noteOpened(_ path: RelativePath) {
+        checkOwner()
         let now = clock.wallNow
         let stale = state.withLock { s in s.index[path].map { now - $0.lastOpened > .seconds(1) } ?? false }
         guard stale else { return }

@@ -10,7 +10,8 @@ import Synchronization
 /// - The engine thread (`PairRuntime`'s loop, or a test's own thread) is the only caller of
 ///   the entry points that change files or the journal (`start`, `sync`, `download`, `pin`,
 ///   `evict`, `resolve`, `restore`, …); others reach them through `PairRuntime.perform`.
-///   Debug builds check this (`checkOwner`). The `store` is used from that thread only.
+///   The `store` is used from that thread only. Debug builds check both (`checkOwner`, at
+///   the entry points and wherever a record is written or committed).
 /// - `state`, `settingsBox` and the handler boxes are `Mutex`es: the control server, its
 ///   workers and the hydration workers read the published state through the queries in
 ///   `SyncEngine+Queries`/`+Control` from any thread. Nothing outside the engine touches

@@ -4,6 +4,8 @@ import NimbusSystem
 import NimbusVocabulary
 
 /// Work on a thread of its own (the bench's writer while its main thread watches).
+/// Who owns what: the work's thread writes `outcome` once, then signals `done`; `wait` reads
+/// it only after `done`, so the semaphore orders the two. `@unchecked Sendable` for that `var`.
 final class Background: @unchecked Sendable {
     struct Outcome {
         var started: Int64

@@ -8,6 +8,8 @@ import Synchronization
 /// readiness comes over `NOTIFY_SOCKET` (READY=1 is sent after the first full sync). The
 /// process, READY=1 and the stop are the tests' harness (NimbusdProcess); this adds what the
 /// bench reads in /proc.
+/// Who owns what: as `NimbusdProcess`, one thread (the figure's) uses it at a time;
+/// `processID` is set once by `init`.
 final class Daemon: NimbusdProcess, @unchecked Sendable {
     /// The daemon's pid (it is not restarted).
     private(set) var processID: Int32 = 0
@@ -174,6 +176,8 @@ final class Daemon: NimbusdProcess, @unchecked Sendable {
 
 /// What an interrupted bench (Ctrl-C, SIGTERM) must not leave behind: its daemons and its
 /// data folder.
+/// Who owns what: `daemons` and `folder` are read and written under `lock` only (the figures'
+/// threads add and remove, the signal thread reads); `@unchecked Sendable` for that lock.
 final class Cleanup: @unchecked Sendable {
     static let shared = Cleanup()
     private let lock = NSLock()

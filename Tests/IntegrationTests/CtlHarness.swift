@@ -52,6 +52,7 @@ enum CtlHarness {
 /// One `nimbusd` with its own local, cloud and state folders and socket, at the default log
 /// level and without a notification socket: ready when `nimbusctl status` answers. Each test
 /// uses its own from one task at a time. Always `stop()` it.
+/// Who owns what: as `NimbusdProcess`; `extraArguments` is set before a launch, by the test.
 final class CtlDaemon: NimbusdProcess, @unchecked Sendable {
     let root: String
     var socket: String { socketPath }

@@ -46,6 +46,9 @@ final class SessionBus {
 /// Stands in for the desktop's notification server: owns `org.freedesktop.Notifications` on
 /// a private bus, records every Notify call, answers with increasing ids, and emits
 /// ActionInvoked when a test clicks an action. Runs on a thread of its own over our client.
+/// Who owns what: its thread alone uses `connection` after `init` (`stop` closes it once that
+/// thread has finished); what tests read and ask (`calls`, `outgoing`) is behind `Mutex`es.
+/// `@unchecked Sendable` for the connection.
 final class NotificationRecorder: @unchecked Sendable {
     struct Call: Sendable {
         var id: UInt32

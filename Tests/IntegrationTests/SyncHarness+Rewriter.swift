@@ -46,6 +46,7 @@ enum SyncSelfChecking {
 
 /// Rewrites a file from a background thread, closing it after each version: whole rewrites,
 /// same-size overwrites in place and appends, written in chunks so that an upload overlaps them.
+/// Who owns what: its thread and the test share the `var`s below only under `lock`.
 final class SyncRewriter: @unchecked Sendable {
     let path: [UInt8]
     let seed: UInt64
@@ -125,6 +126,7 @@ final class SyncRewriter: @unchecked Sendable {
 }
 
 /// Reads a cloud file over and over from a background thread and checks every state it sees.
+/// Who owns what: its thread and the test share the `var`s below only under `lock`.
 final class SyncCloudObserver: @unchecked Sendable {
     let path: [UInt8]
     private let lock = NSLock()

@@ -10,6 +10,9 @@ import NimbusSystem
 
 /// A pair the control server can serve without an engine: it answers from what the test set,
 /// runs engine-thread work on a queue of its own, and notes what it was asked.
+/// Who owns what: what it answers and notes is in `record`, a `Mutex`; its "engine thread"
+/// is the serial queue `engineThread`. `@unchecked Sendable` only because the protocol asks
+/// for `Sendable` and `PathLocks` is a class.
 final class FakeControlContext: ControlContext, @unchecked Sendable {
     struct Record {
         var paused = false

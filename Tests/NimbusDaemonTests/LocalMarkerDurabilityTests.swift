@@ -99,6 +99,7 @@ private struct UploadingPair {
 }
 
 /// `MemoryRecordStore`, noting the flushes made so far at each commit that wrote records.
+/// Who owns what: the engine's thread, as `MemoryRecordStore`.
 private final class FlushNotingStore: RecordStore, @unchecked Sendable {
     let memory = MemoryRecordStore()
     let flushes: () -> (local: Int, cloud: Int)

@@ -5,6 +5,8 @@ import NimbusSystem
 import NimbusVocabulary
 
 /// The journal as the engine sees it, in memory: what is not committed is lost in a crash.
+/// Who owns what: the engine's thread, as for the journal (the engine writes its store from
+/// there only, `checkOwner`); the test reads `committed` between the engine's calls.
 final class MemoryRecordStore: RecordStore, @unchecked Sendable {
     private(set) var committed: [RelativePath: PathRecord] = [:]
     private var pending: [(RelativePath, PathRecord?)] = []

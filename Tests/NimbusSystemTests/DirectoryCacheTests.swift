@@ -65,6 +65,7 @@ private struct Thread {
     init(_ body: @escaping @Sendable () -> Bool) { self.body = body }
 
     func run() -> Bool {
+        // The new thread writes `result` before it ends; `pthread_join` orders that before the read.
         final class Box: @unchecked Sendable {
             var body: @Sendable () -> Bool
             var result = false

@@ -10,6 +10,11 @@ import NimbusSystem
 ///
 /// Suites subclass it to add their folders, arguments and configuration files. A test uses
 /// its daemon from one task at a time.
+///
+/// Who owns what: one task at a time (the test's) launches, stops and reads it; its `var`s
+/// have no lock. The child's status is `BackgroundProcess`'s, behind a `Mutex`, and the
+/// sd_notify messages `NotifyListener`'s, so other threads may ask those. `@unchecked
+/// Sendable` so that a test may hand it from one task to the next.
 open class NimbusdProcess: @unchecked Sendable {
     /// How the daemon is named in failures ("nimbusd alpha").
     public let name: String

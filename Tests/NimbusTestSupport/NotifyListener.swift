@@ -4,6 +4,10 @@ import NimbusSystem
 /// The `$NOTIFY_SOCKET` of a daemon, read all the time from a thread of its own as systemd
 /// does: the daemon's `sendto` blocks once the socket's queue is full (a Unix datagram socket
 /// holds only `net.unix.max_dgram_qlen` unread messages, 10 by default).
+///
+/// Who owns what: the reading thread and the test's thread share the `var`s below, only
+/// under `condition`; `socket` is read by the reading thread alone. `@unchecked Sendable` for
+/// those lock-guarded `var`s.
 public final class NotifyListener: @unchecked Sendable {
     private let socket: UnixDatagramSocket
     private let condition = NSCondition()

@@ -7,6 +7,9 @@ import Foundation
 /// comes when the *thread* that forked ends, not the process, and the test runner's threads
 /// may end while a test still runs: children are therefore started from this thread, which
 /// never ends before the process does.
+///
+/// Who owns what: jobs go through `jobs` (a `WaitingQueue`, locked); each job's `result` is
+/// written on this thread before its semaphore is signalled and read by the caller after.
 final class SpawningThread: @unchecked Sendable {
     static let shared = SpawningThread()
 

@@ -2,6 +2,8 @@ import Foundation
 
 /// Work for a thread of its own: any thread adds, the one thread takes, waiting while there
 /// is none (SpawningThread's children to start, OwnThreadExecutor's jobs).
+/// Who owns what: `elements` is touched only with `condition` locked; `@unchecked Sendable`
+/// for that lock.
 final class WaitingQueue<Element>: @unchecked Sendable {
     /// Guards `elements`; signalled when one is added.
     private let condition = NSCondition()
