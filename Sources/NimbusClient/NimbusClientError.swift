@@ -15,6 +15,10 @@ public enum NimbusClientError: Error, Sendable, Equatable {
     case unreachable(socketPath: String, cause: String)
     /// The daemon closed the connection (before answering, or while watching).
     case connectionClosed(socketPath: String)
+    /// The daemon did not accept the connection, answer `hello` or take a request (read it
+    /// off the socket) within `limit`: it is stuck or overloaded. `operation` says which, in
+    /// words such as "connecting" or "sending the status request".
+    case timedOut(socketPath: String, operation: String, limit: Duration)
     /// The daemon answered something this client cannot read.
     case badResponse(String)
     /// The daemon answered with an error; `RPCError.data` has its name, reason and suggestion.
@@ -27,6 +31,7 @@ public enum NimbusClientError: Error, Sendable, Equatable {
         case .notRunning: "the Nimbus daemon is not running"
         case .unreachable(let path, _): "cannot connect to the Nimbus daemon at \(path)"
         case .connectionClosed: "the Nimbus daemon closed the connection"
+        case .timedOut: "the Nimbus daemon did not respond in time"
         case .badResponse: "the Nimbus daemon sent an answer that cannot be read"
         case .server(let error): error.message
         case .invalidArgument(let value, _): "cannot use \(value)"
@@ -38,6 +43,7 @@ public enum NimbusClientError: Error, Sendable, Equatable {
         case let .notRunning(path, _, cause): "nothing is listening on \(path) (\(cause))"
         case let .unreachable(_, cause): cause
         case .connectionClosed: "it stopped or restarted, or it refused this connection"
+        case let .timedOut(path, operation, limit): "\(operation) on \(path) took longer than \(Self.describe(limit))"
         case .badResponse(let detail): detail
         case .server(let error): error.data?.reason ?? "the daemon gave no reason"
         case let .invalidArgument(_, reason): reason
@@ -49,6 +55,7 @@ public enum NimbusClientError: Error, Sendable, Equatable {
         case let .notRunning(path, endpoint, _): Self.startHint(endpoint, socketPath: path)
         case .unreachable: "check that the socket belongs to you and that the daemon runs as your user; 'nimbusctl --socket PATH' picks another socket"
         case .connectionClosed: "check the daemon's log ('journalctl --user -u nimbusd') and try again"
+        case .timedOut: "check that the daemon is not stuck ('systemctl --user status nimbusd', 'journalctl --user -u nimbusd') and try again"
         case .badResponse: "check that nimbusctl and nimbusd are the same version ('nimbusctl --version', 'nimbusd --version')"
         case .server(let error): error.data?.suggestion ?? "see the daemon's log ('journalctl --user -u nimbusd')"
         case .invalidArgument: "correct it and try again"
@@ -56,12 +63,14 @@ public enum NimbusClientError: Error, Sendable, Equatable {
     }
 
     /// The machine-readable name: the daemon's error name, or one of the client's own
-    /// (`not_running`, `unreachable`, `connection_closed`, `bad_response`, `invalid_argument`).
+    /// (`not_running`, `unreachable`, `connection_closed`, `timed_out`, `bad_response`,
+    /// `invalid_argument`).
     public var name: String {
         switch self {
         case .notRunning: "not_running"
         case .unreachable: "unreachable"
         case .connectionClosed: "connection_closed"
+        case .timedOut: "timed_out"
         case .badResponse: "bad_response"
         case .server(let error): error.data?.name ?? "error_\(error.code)"
         case .invalidArgument: "invalid_argument"
@@ -77,10 +86,17 @@ public enum NimbusClientError: Error, Sendable, Equatable {
     /// True when the daemon could not be reached at all (exit status 69 in nimbusctl).
     public var isUnreachable: Bool {
         switch self {
-        case .notRunning, .unreachable, .connectionClosed: true
+        case .notRunning, .unreachable, .connectionClosed, .timedOut: true
         case .server(let error): error.name == .permissionDenied
         default: false
         }
+    }
+
+    /// "2 s", "1.5 s", "250 ms": a limit as people read it.
+    static func describe(_ limit: Duration) -> String {
+        let milliseconds = Int64(limit.components.seconds) * 1000 + limit.components.attoseconds / 1_000_000_000_000_000
+        if milliseconds < 1000 { return "\(milliseconds) ms" }
+        return milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : "\(Double(milliseconds) / 1000) s"
     }
 
     /// How to start the daemon this client looked for: the systemd way and the plain way.

@@ -29,17 +29,29 @@ public final class NimbusConnection: Sendable {
 
     deinit { transport.close() }
 
+    /// How long a daemon may take to accept the connection, to answer `hello`, and to take
+    /// each request off the socket, unless `connect` is told otherwise.
+    public static let defaultTimeout: Duration = .seconds(30)
+
     /// Connects and says `hello`. For an instance, the user's own daemon is tried first,
     /// then the system service's. Throws `.notRunning` (with how to start it) when nothing
-    /// listens.
+    /// listens, and `.timedOut` when the daemon does not accept the connection or answer
+    /// `hello` within `timeout` (each), or later does not take a request off the socket
+    /// within it: it is stuck. No call waits in a system call on the caller's thread (the
+    /// connect runs on a thread of its own, requests are written by the connection's thread),
+    /// so a stuck daemon never holds a thread of Swift's cooperative pool.
     public static func connect(to endpoint: NimbusEndpoint = .default,
                                clientName: String = "NimbusClient \(NimbusVersion.string)",
-                               environment: [String: String] = ProcessInfo.processInfo.environment) async throws -> NimbusConnection {
-        let transport = try open(endpoint, environment: environment)
+                               environment: [String: String] = ProcessInfo.processInfo.environment,
+                               timeout: Duration = defaultTimeout) async throws -> NimbusConnection {
+        let transport = try await ProcessSupport.onThreadOfItsOwn(name: "nimbus-connect") {
+            try open(endpoint, environment: environment, timeout: timeout)
+        }
         transport.start()
         do {
             let line = try await transport.request(ControlMethod.hello.rawValue,
-                                                   HelloParams(versions: ProtocolVersion.supported, client: clientName))
+                                                   HelloParams(versions: ProtocolVersion.supported, client: clientName),
+                                                   answerWithin: timeout)
             let hello = try decode(HelloResult.self, line)
             guard ProtocolVersion.supported.contains(hello.version) else {
                 throw NimbusClientError.badResponse("the daemon chose protocol version \(hello.version), which this client does not speak")
@@ -51,19 +63,30 @@ public final class NimbusConnection: Sendable {
         }
     }
 
-    private static func open(_ endpoint: NimbusEndpoint, environment: [String: String]) throws -> Transport {
+    /// Connects to the first candidate socket that answers; blocks for up to `timeout` (a
+    /// full backlog), so it runs on a thread of its own.
+    private static func open(_ endpoint: NimbusEndpoint, environment: [String: String], timeout: Duration) throws -> Transport {
         let paths = try endpoint.candidateSocketPaths(environment: environment)
         if case .instance = endpoint, let first = paths.first { try checkPrivateDirectory(of: first, environment: environment) }
         var firstFailure: NimbusClientError?
         for path in paths {
             do {
-                return Transport(socket: try UnixStreamSocket.connect(to: path), socketPath: path)
+                let socket = try UnixStreamSocket.connect(to: path, timeout: timeout)
+                do {
+                    return try Transport(socket: socket, socketPath: path, timeout: timeout)
+                } catch {
+                    socket.close()
+                    throw error
+                }
             } catch let error as SystemError where error.errno == .noSuchFile || error.errno == .connectionRefused
                                                    || firstFailure != nil {
                 // Nothing there: try the next place, but report the first (the user's own).
                 // The system service's socket is only a fallback: that it cannot be used
                 // (it belongs to another user) says nothing about the user's own daemon.
                 firstFailure = firstFailure ?? .notRunning(socketPath: path, endpoint: endpoint, cause: error.errno.description)
+            } catch let error as SystemError where error.errno == .wouldBlock {
+                // The listener's backlog stayed full: a daemon that does not accept.
+                throw NimbusClientError.timedOut(socketPath: path, operation: "connecting", limit: timeout)
             } catch let error as SystemError where error.errno == .nameTooLong {
                 throw NimbusClientError.invalidArgument("the socket path \(path)",
                                                         reason: "it is longer than the 107 bytes a Unix socket address holds")

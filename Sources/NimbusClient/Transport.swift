@@ -3,45 +3,72 @@ import NimbusProtocol
 import NimbusSystem
 import Synchronization
 
-/// One connection's plumbing: writes requests, and a reader thread that splits the stream
-/// into lines (bounded by the protocol's 1 MiB), hands each response to the call waiting for
-/// its id and each notification to the subscribers.
+/// One connection's plumbing. Calls never make a system call that can wait: a request is
+/// queued and the connection's own thread (`Transport+Thread.swift`) writes it when the
+/// socket takes it, reads what the daemon sends, splits it into lines (bounded by the
+/// protocol's 1 MiB), hands each response to the call waiting for its id and each
+/// notification to the subscribers. So a daemon that stops reading (its socket buffer full)
+/// holds none of the caller's threads, which in async code are the cooperative pool's, one
+/// per core, that every other task of the program is waiting for.
 ///
-/// The socket stays blocking: requests are small and the daemon reads them promptly, and a
-/// thread blocked in `recv` costs nothing. Closing shuts down the writing side; the daemon
-/// then closes its end, the reader sees end of file and closes the descriptor. Only the
-/// reader closes it, so the number cannot be reused while the thread still reads from it;
-/// it does so holding `sending`, and nothing writes or shuts down after that: the number
-/// may by then be another connection's (the seam's EBADF check found `close` doing so).
+/// Deadlines: a request the daemon has not taken off the socket within `timeout` ends the
+/// connection with `.timedOut` (the stream may hold half of it, and the daemon is stuck);
+/// a call made with `answerWithin` (hello) that is not answered in time fails alone.
+/// Ownership: the thread alone uses and closes the descriptor (so its number cannot be
+/// reused under it); `state` is shared, under its lock; the wake-up pipe lives as long as
+/// this object.
 final class Transport: Sendable {
-    let socket: UnixStreamSocket
     let socketPath: String
-    private let state = Mutex(State())
-    /// Serialises writers so that two requests never interleave on the wire; true once the
-    /// reader has closed the descriptor.
-    private let sending = Mutex(false)
+    /// How long the daemon may take to take a request off the socket.
+    let timeout: Duration
+    let socket: UnixStreamSocket
+    let wake: WakePipe
+    let state = Mutex(State())
 
     struct State {
         var nextID: Int64 = 0
-        var pending: [Int64: CheckedContinuation<[UInt8], any Error>] = [:]
+        var pending: [Int64: Call] = [:]
+        /// Requests not yet taken by the thread, in order.
+        var outbox: [Outgoing] = []
         var subscribers: [Int: AsyncStream<DaemonNotification>.Continuation] = [:]
         var nextSubscriber = 0
         /// Set once the connection is finished; every later call fails with it.
         var failure: NimbusClientError?
+        /// `close` was called: the thread shuts down the writing side and winds up.
+        var closing = false
     }
 
-    init(socket: UnixStreamSocket, socketPath: String) {
+    /// A call waiting for its response.
+    struct Call {
+        var continuation: CheckedContinuation<[UInt8], any Error>
+        var method: String
+        /// For a call that must be answered within a limit: the limit and when it ends.
+        var answer: (within: Duration, by: ContinuousClock.Instant)?
+    }
+
+    /// A request line on its way to the socket.
+    struct Outgoing {
+        var id: Int64
+        var method: String
+        var bytes: [UInt8]
+        var sent = 0
+        /// When the daemon must have taken all of it.
+        var takenBy: ContinuousClock.Instant
+    }
+
+    /// Takes over a connected socket (made non-blocking here). Throws `SystemError`.
+    init(socket: UnixStreamSocket, socketPath: String, timeout: Duration) throws {
+        try socket.setNonBlocking(true)
+        self.wake = try WakePipe()
         self.socket = socket
         self.socketPath = socketPath
-    }
-
-    func start() {
-        ProcessSupport.detachThread { [self] in readLoop() }
+        self.timeout = timeout
     }
 
     /// Sends one request and waits for its response line (an error response is thrown as
-    /// `NimbusClientError.server`).
-    func request(_ method: String, _ params: some Encodable & Sendable) async throws -> [UInt8] {
+    /// `NimbusClientError.server`). With `answerWithin`, no answer by then fails the call with
+    /// `.timedOut`.
+    func request(_ method: String, _ params: some Encodable & Sendable, answerWithin: Duration? = nil) async throws -> [UInt8] {
         let id = state.withLock { s in
             s.nextID += 1
             return s.nextID
@@ -57,30 +84,24 @@ final class Transport: Sendable {
         }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[UInt8], any Error>) in
+                let now = ContinuousClock.now
                 let refusal: (any Error)? = state.withLock { s in
                     if let failure = s.failure { return failure }
                     if Task.isCancelled { return CancellationError() }
-                    s.pending[id] = continuation
+                    s.pending[id] = Call(continuation: continuation, method: method, answer: answerWithin.map { ($0, now + $0) })
+                    s.outbox.append(Outgoing(id: id, method: method, bytes: line, takenBy: now + timeout))
                     return nil
                 }
                 if let refusal { return continuation.resume(throwing: refusal) }
-                do {
-                    try sending.withLock { closed in
-                        guard !closed else { throw NimbusClientError.connectionClosed(socketPath: socketPath) }
-                        try socket.sendAll(line)
-                    }
-                } catch {
-                    // The daemon went away; the reader will see it too, but do not wait for it.
-                    fail(id, with: NimbusClientError.connectionClosed(socketPath: socketPath))
-                }
+                wake.wake()
             }
         } onCancel: {
             fail(id, with: CancellationError())
         }
     }
 
-    private func fail(_ id: Int64, with error: any Error) {
-        state.withLock { $0.pending.removeValue(forKey: id) }?.resume(throwing: error)
+    func fail(_ id: Int64, with error: any Error) {
+        state.withLock { $0.pending.removeValue(forKey: id) }?.continuation.resume(throwing: error)
     }
 
     /// A stream of every notification from now on, until the connection ends or the stream
@@ -104,48 +125,17 @@ final class Transport: Sendable {
         return stream
     }
 
-    /// Ends the conversation: no more requests; the reader finishes when the daemon closes.
+    /// Ends the conversation: no more requests; the thread shuts down the writing side and
+    /// ends when the daemon closes its end (or `timeout` later).
     func close() {
         finish(.connectionClosed(socketPath: socketPath))
-        sending.withLock { closed in
-            if !closed { try? socket.shutdownWriting() }
-        }
-    }
-
-    // MARK: Reading
-
-    private func readLoop() {
-        var framer = LineFramer(limit: maximumLineLength)
-        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-        var ending = NimbusClientError.connectionClosed(socketPath: socketPath)
-        reading: while true {
-            let count: Int
-            do {
-                count = try buffer.withUnsafeMutableBytes { try socket.receive(into: $0) }
-            } catch {
-                break reading
-            }
-            if count == 0 { break reading }
-            for item in framer.push(buffer[..<count]) {
-                switch item {
-                case .line(let line):
-                    if let error = dispatch(line) { ending = error }
-                case .tooLong:
-                    ending = .badResponse("the daemon sent a line longer than the protocol's 1 MiB limit")
-                    break reading
-                }
-            }
-        }
-        finish(ending)
-        sending.withLock { closed in
-            closed = true
-            socket.close()
-        }
+        state.withLock { $0.closing = true }
+        wake.wake()
     }
 
     /// Routes one line. Returns the error to end the connection with when the daemon sent an
     /// error it could not attach to a request (a refusal before closing, for example).
-    private func dispatch(_ line: [UInt8]) -> NimbusClientError? {
+    func dispatch(_ line: [UInt8]) -> NimbusClientError? {
         let decoder = JSONRPC.makeDecoder()
         guard let head = try? decoder.decode(MessageHead.self, from: Data(line)) else { return nil }
         switch head.kind {
@@ -159,11 +149,11 @@ final class Transport: Sendable {
                 }
                 return nil
             }
-            guard let continuation = state.withLock({ $0.pending.removeValue(forKey: id) }) else { return nil }
+            guard let call = state.withLock({ $0.pending.removeValue(forKey: id) }) else { return nil }
             if let error = head.error {
-                continuation.resume(throwing: NimbusClientError.server(error))
+                call.continuation.resume(throwing: NimbusClientError.server(error))
             } else {
-                continuation.resume(returning: line)
+                call.continuation.resume(returning: line)
             }
         case .notification:
             let notification = DaemonNotification(line: line, method: head.method ?? "", decoder: decoder)
@@ -176,17 +166,17 @@ final class Transport: Sendable {
     }
 
     /// Fails every waiting call and ends every stream; the first reason given sticks.
-    private func finish(_ error: NimbusClientError) {
-        let (pending, subscribers) = state.withLock { s in
+    func finish(_ error: NimbusClientError) {
+        let (pending, subscribers, reason) = state.withLock { s in
             if s.failure == nil { s.failure = error }
             defer {
                 s.pending = [:]
                 s.subscribers = [:]
+                s.outbox = []
             }
-            return (Array(s.pending.values), Array(s.subscribers.values))
+            return (Array(s.pending.values), Array(s.subscribers.values), s.failure ?? error)
         }
-        let reason = state.withLock { $0.failure } ?? error
-        for continuation in pending { continuation.resume(throwing: reason) }
+        for call in pending { call.continuation.resume(throwing: reason) }
         for subscriber in subscribers { subscriber.finish() }
     }
 }

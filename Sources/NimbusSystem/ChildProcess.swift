@@ -44,9 +44,7 @@ public enum ChildProcess {
     /// the cooperative pool (one thread per core) keeps running other tasks meanwhile, such as
     /// the ones serving a connection to the daemon, however long the program runs.
     public static func exitStatus(of pid: Int32) async throws -> Int32 {
-        try await withCheckedThrowingContinuation { continuation in
-            ProcessSupport.detachThread { continuation.resume(with: Result { try wait(pid) }) }
-        }
+        try await ProcessSupport.onThreadOfItsOwn { try wait(pid) }
     }
 
     /// While a command runs in the foreground, Ctrl-C and Ctrl-\ are for it: the shell sends

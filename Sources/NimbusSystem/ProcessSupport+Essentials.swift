@@ -30,6 +30,17 @@ extension ProcessSupport {
         pthread_detach(startThread(name: name, body))
     }
 
+    /// Runs `body` on a new thread of its own while the calling task is suspended, and returns
+    /// what it returns: for a system call that can wait a long time (`waitpid`, a `connect`
+    /// to a daemon that does not accept), which must not hold a thread of Swift's cooperative
+    /// pool (one per core) that other tasks, however unrelated, are waiting for.
+    public static func onThreadOfItsOwn<Value: Sendable>(name: String? = nil,
+                                                         _ body: @escaping @Sendable () throws -> Value) async throws -> Value {
+        try await withCheckedThrowingContinuation { continuation in
+            detachThread(name: name) { continuation.resume(with: Result { try body() }) }
+        }
+    }
+
     /// Runs `body` on a new thread of its own, named as `detachThread` names it, which the
     /// caller must `join`. The corresponding C functions are `pthread_create` and `pthread_join`.
     public static func startJoinableThread(name: String? = nil, _ body: @escaping @Sendable () -> Void) -> JoinableThread {

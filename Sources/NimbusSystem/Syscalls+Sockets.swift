@@ -30,6 +30,17 @@ extension Sys {
         return problem
     }
 
+    /// Bounds how long a blocking send on `fd` waits for room, and on a Unix stream socket
+    /// how long a connect waits for room in the listener's full backlog: either then fails
+    /// with `EAGAIN`. A zero timeval would mean "no limit", so the least is one microsecond.
+    /// The corresponding C function is `setsockopt(SO_SNDTIMEO)`.
+    static func setSendTimeout(_ fd: Int32, _ timeout: Duration) throws {
+        let (seconds, attoseconds) = timeout.components
+        var limit = timeval(tv_sec: Int(max(seconds, 0)), tv_usec: Int(max(attoseconds, 0) / 1_000_000_000_000))
+        if limit.tv_sec == 0 && limit.tv_usec == 0 { limit.tv_usec = 1 }
+        _ = try retrying { Glibc.setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size)) }
+    }
+
     /// The corresponding C function is `bind`.
     static func bind(_ fd: Int32, _ address: UnsafePointer<sockaddr>, _ length: socklen_t) throws {
         _ = try retrying { Glibc.bind(fd, address, length) }

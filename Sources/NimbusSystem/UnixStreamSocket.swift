@@ -21,10 +21,15 @@ public struct UnixStreamSocket: Sendable {
                          path: path)
     }
 
-    /// Connects to the socket at `path`; the result is blocking. The C function is `connect`.
-    public static func connect(to path: String) throws -> UnixStreamSocket {
+    /// Connects to the socket at `path`; the result is blocking. With `timeout`, a listener
+    /// whose backlog stays full (a daemon that does not accept) makes this fail with `EAGAIN`
+    /// (`Errno.wouldBlock`) once `timeout` has passed, instead of waiting for as long as it
+    /// takes; sends on the result are then bounded by it too (`SO_SNDTIMEO`).
+    /// The C function is `connect`.
+    public static func connect(to path: String, timeout: Duration? = nil) throws -> UnixStreamSocket {
         let socket = try makeSocket(for: path)
         do {
+            if let timeout { try attributing("setsockopt", path) { try Sys.setSendTimeout(socket.descriptor.rawValue, timeout) } }
             try attributing("connect", path) {
                 try withSocketAddress(path) { address, length in
                 // connect(2) interrupted by a signal keeps connecting in the background: wait
@@ -32,7 +37,7 @@ public struct UnixStreamSocket: Sendable {
                     do {
                         try Sys.connect(socket.descriptor.rawValue, address, length)
                     } catch let error as Errno where error == .interrupted {
-                        try socket.waitUntilConnected()
+                        try socket.waitUntilConnected(timeout: timeout)
                     }
                 }
             }
@@ -66,8 +71,8 @@ public struct UnixStreamSocket: Sendable {
         try attributing("poll", path) { try Sys.poll(descriptor.rawValue, events.rawValue, timeout) }
     }
 
-    private func waitUntilConnected() throws {
-        _ = try Sys.poll(descriptor.rawValue, Int16(POLLOUT), nil)
+    private func waitUntilConnected(timeout: Duration?) throws {
+        guard try Sys.poll(descriptor.rawValue, Int16(POLLOUT), timeout) else { throw Errno.wouldBlock }
         let problem = try Sys.connectionResult(descriptor.rawValue)
         if problem != 0 { throw Errno(rawValue: problem) }
     }

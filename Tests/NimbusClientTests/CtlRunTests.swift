@@ -10,7 +10,7 @@ struct CtlRunTests {
     func run(_ arguments: [String], _ respond: @escaping @Sendable (FakeDaemon.Exchange) -> Void)
         async throws -> (status: Int32, console: RecordingConsole) {
         let daemon = try FakeDaemon()
-        daemon.serve(respond)
+        daemon.serve(.answering, respond)
         let console = RecordingConsole()
         let status = await NimbusCtl.run(arguments: ["--socket", daemon.path] + arguments,
                                          environment: ["NO_COLOR": "1"], console: console.console)
