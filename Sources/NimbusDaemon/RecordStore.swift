@@ -19,6 +19,12 @@ public protocol RecordStore: AnyObject {
     /// they are (durable with the next commit). A start that finds it set marks every synced
     /// file again (`SyncEngine.writePendingMarks`).
     var marksMayBeMissing: Bool { get set }
+    /// The entries noted as lent their owner's bits (`LentMode`), as the last run left the
+    /// note: a start sets their modes back. Empty after a clean stop.
+    func lentModes() throws -> [LentMode]
+    /// Replaces the note of lent entries by `entries` (none removes it); durable when it
+    /// returns. It neither writes nor waits for the records buffered for the next `commit`.
+    func noteLentModes(_ entries: [LentMode]) throws
 }
 
 extension RecordStore {
@@ -89,4 +95,26 @@ public final class JournalRecordStore: RecordStore {
     }
 
     public func close() throws { try journal.close() }
+
+    /// Beside the journal, under its lock.
+    static let lentModesNote: SystemPath = "lent-modes"
+
+    public func lentModes() throws -> [LentMode] {
+        guard let bytes = try journal.readNote(Self.lentModesNote) else { return [] }
+        do {
+            return try LentModeCodec.decode(bytes)
+        } catch {
+            throw UnreadableNote(path: journal.notePath(Self.lentModesNote), problem: "\(error)")
+        }
+    }
+
+    public func noteLentModes(_ entries: [LentMode]) throws {
+        try journal.writeNote(Self.lentModesNote, entries.isEmpty ? nil : LentModeCodec.encode(entries))
+    }
+
+    struct UnreadableNote: Error, CustomStringConvertible {
+        var path: SystemPath
+        var problem: String
+        var description: String { "\(path) cannot be read: \(problem)" }
+    }
 }

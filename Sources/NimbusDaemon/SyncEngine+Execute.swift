@@ -131,8 +131,10 @@ extension SyncEngine {
         case .rename(let from, let to, let side, let expected):
             try expect(from, on: side, expected)
             try lendMovedFolder(from, to: to, on: side, expected: expected)
+            try noteMove(from, to: to, on: side)
             try system(side).rename(from, to: to, replacing: false)
             folderModes.withLock { $0.moved(from: from, to: to, on: side) }
+            noteReturned([])
             // The base moves with the entry; a rename changes neither side's metadata, so
             // reading them again would only risk absorbing a change made meanwhile.
             rekey(from: from, to: to)
@@ -175,7 +177,7 @@ extension SyncEngine {
             try recordWrite(path, on: side, source: source)
         case .setMode(let path, let side, let source, let expected):
             try expect(path, on: side, expected)
-            if source.kind == .directory, try setFolderMode(path, on: side, source: source) { return }
+            if source.kind == .directory, try setFolderMode(path, on: side, source: source, expected: expected) { return }
             let isSymlink = source.kind == .symlink
             try system(side).setAttributes(path, mode: isSymlink ? nil : source.mode, mtime: isSymlink ? source.mtime : nil)
             try recordWrite(path, on: side, source: source)

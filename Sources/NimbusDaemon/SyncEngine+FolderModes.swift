@@ -20,7 +20,16 @@ import NimbusVocabulary
 //   action is a copy waiting in the batch, once the batch is installed.
 //
 // The mode set back is the one the folder had (or was to have); a folder whose mode someone
-// else changed meanwhile is left as they set it. Where the bits cannot be added (the folder
+// else changed meanwhile is left as they set it. It is durable before anything relies on it
+// (the journal's commit that records a folder made, the note below).
+//
+// A crash while a recorded folder is lent must not leave the lent mode to be taken for a
+// change of the user's, which the next pass would propagate: such a folder is noted in the
+// state directory (`LentMode`, `RecordStore.noteLentModes`) before its bits are added, until
+// its mode set back is durable, and a start sets back the mode of every folder noted that
+// still has exactly the mode Nimbus gave it (`restoreLentModes`). A folder made by the plan
+// is not noted: it has no record until its mode is set, and the crash is covered by the rule
+// for folders without a base (`Reconciler.isNarrowerFolder`). Where the bits cannot be added (the folder
 // belongs to another user), the action fails as before, with the permission error that names
 // the folder (`SyncEngine.explain`).
 //
@@ -50,6 +59,10 @@ struct FolderModes {
     static func working(_ mode: UInt32) -> UInt32 { mode | ownerBits }
 
     private(set) var lent: [SidePath: Lent] = [:]
+    /// The entries the note of lent modes must hold (`SyncEngine+LentModes`), and what it
+    /// held when last written.
+    var noted: [SidePath: LentMode] = [:]
+    var written: [SidePath: LentMode] = [:]
     /// Those of `lent` not held: given back after the action that needed them.
     private var unheld: Set<SidePath> = []
     /// Folders known to have the bits already in this execution (looked at once each).
@@ -92,6 +105,11 @@ struct FolderModes {
             lent[SidePath(side, moved)] = entry
             if unheld.remove(folder) != nil { unheld.insert(SidePath(side, moved)) }
         }
+        for (entry, note) in noted where entry.side == side {
+            guard let moved = entry.path.rebased(from: from, to: to) else { continue }
+            noted[entry] = nil
+            noted[SidePath(side, moved)] = LentMode(side: side, path: moved, inode: note.inode, mode: note.mode, working: note.working)
+        }
         writable = writable.filter { $0.side != side || from.relative($0.path) == nil }
     }
 }
@@ -131,8 +149,9 @@ extension SyncEngine {
             folderModes.withLock { $0.noteWritable(folder) }
             return
         }
+        try noteLent([LentMode(side: folder.side, path: folder.path, inode: current.inode, mode: current.mode, working: working)])
         try fs.setAttributes(folder.path, mode: working, mtime: nil)
-        log.debug("\(folder.path) in the \(folder.side) folder is made writable while it is synced (mode \(octal(current.mode)))")
+        log.debug("\(folder.path) in the \(folder.side) folder is made writable while it is synced (mode \(octalMode(current.mode)))")
         folderModes.withLock {
             $0.lend(folder, FolderModes.Lent(mode: current.mode, working: working, source: nil, isHeld: false))
         }
@@ -172,36 +191,66 @@ extension SyncEngine {
     /// Sets a folder's mode to `source.mode` for a `.setMode`: at once when the mode keeps the
     /// owner's bits (or the folder was not lent), else at the end, as for a folder made.
     /// Returns whether it was set now.
-    func setFolderMode(_ path: RelativePath, on side: Side, source: FileMetadata) throws -> Bool {
+    func setFolderMode(_ path: RelativePath, on side: Side, source: FileMetadata, expected: FileMetadata) throws -> Bool {
         let folder = SidePath(side, path)
         let working = FolderModes.working(source.mode)
         let wasLent = folderModes.withLock { $0.lent[folder] != nil }
         guard working != source.mode || wasLent else { return false }
+        try noteLent([LentMode(side: side, path: path, inode: expected.inode, mode: source.mode, working: working)])
         try system(side).setAttributes(path, mode: working, mtime: nil)
         folderModes.withLock { $0.lend(folder, FolderModes.Lent(mode: source.mode, working: working, source: source, isHeld: true)) }
         return true
     }
 
     /// Sets back the modes of the folders lent (all of them at the end of an execution, else
-    /// those not held), deepest first, and records the folders the plan made or changed.
+    /// those not held), deepest first, durably (one flush per filesystem for several), then
+    /// records the folders the plan made or changed and drops them from the note.
     func giveFoldersBack(all: Bool) {
-        for (folder, lent) in folderModes.withLock({ $0.takeBack(all: all) }) {
+        let due = folderModes.withLock { $0.takeBack(all: all) }
+        guard !due.isEmpty else { return }
+        var done: [(folder: SidePath, lent: FolderModes.Lent)] = []
+        var settled: [SidePath] = []
+        for (folder, lent) in due {
             let fs = system(folder.side)
             do {
                 guard let current = try fs.metadata(of: folder.path), current.kind == .directory,
                       current.mode == lent.working else {
                     log.info("\(folder.path) in the \(folder.side) folder changed while it was synced; its mode is left as it is")
+                    settled.append(folder)
                     continue
                 }
-                try fs.setAttributes(folder.path, mode: lent.mode, mtime: nil)
-                if let source = lent.source { try recordWrite(folder.path, on: folder.side, source: source) }
+                if due.count == 1 {
+                    try fs.setModeDurably(folder.path, to: lent.mode)
+                } else {
+                    try fs.setAttributes(folder.path, mode: lent.mode, mtime: nil)
+                }
+                done.append((folder, lent))
             } catch {
-                let message = "cannot set the mode of \(folder.path) in the \(folder.side) folder back to \(octal(lent.mode)): \(error)"
-                log.error(message)
-                scheduleRetry(folder.path, error: message)
+                cannotGiveBack(folder, lent.mode, error)
             }
         }
+        let unflushed = due.count == 1 ? [:] : flush(Set(done.map(\.folder.side)))
+        for (folder, lent) in done {
+            if let error = unflushed[folder.side] {
+                cannotGiveBack(folder, lent.mode, error)
+                continue
+            }
+            settled.append(folder)
+            do {
+                if let source = lent.source { try recordWrite(folder.path, on: folder.side, source: source) }
+            } catch {
+                log.error("cannot record \(folder.path) in the \(folder.side) folder: \(error)")
+                scheduleRetry(folder.path, error: "\(error)")
+            }
+        }
+        noteReturned(settled)
     }
 
-    private func octal(_ mode: UInt32) -> String { "0" + String(mode, radix: 8) }
+    /// A mode that could not be set back (or made durable): the folder stays in the note, so
+    /// that the next start sets it back if it is still as lent.
+    private func cannotGiveBack(_ folder: SidePath, _ mode: UInt32, _ error: any Error) {
+        let message = "cannot set the mode of \(folder.path) in the \(folder.side) folder back to \(octalMode(mode)): \(error)"
+        log.error(message)
+        scheduleRetry(folder.path, error: message)
+    }
 }

@@ -19,7 +19,10 @@ extension SyncEngine {
     /// ready (issue 15).
     func firstPass() {
         checkOwner()
+        // Temporaries first: those a crash left in a read-only folder can be removed only
+        // while it still has the bits lent to it.
         removeTemporariesAtStart()
+        restoreLentModes()
         // Before any pass: a pass in one style would misread placeholders of the other.
         if rootsAreReady() { preparePlaceholders() }
         marker?.placeholdersKnown()

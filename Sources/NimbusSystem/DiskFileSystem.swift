@@ -162,6 +162,19 @@ public final class DiskFileSystem: FileSystem {
         }
     }
 
+    /// The mode, then fsync(2) of the entry alone (a directory's fsync writes its inode too);
+    /// syncfs(2) when the entry cannot be opened for reading (a mode without the owner's read bit).
+    public func setModeDurably(_ path: RelativePath, to mode: UInt32) throws {
+        try setAttributes(path, mode: mode, mtime: nil)
+        let entry: FileDescriptor
+        do {
+            entry = try withRoot { root in try FileDescriptor.open(beneath: root, path, [.readOnly, .noFollow, .nonBlocking]) }
+        } catch {
+            return try synchronize()
+        }
+        try entry.closeAfter { try attributing("fsync", path.shown) { try entry.sync() } }
+    }
+
     public func isOpenForWriting(_ path: RelativePath) -> Bool {
         (try? withRoot { root in try root.withParent(of: path) { directory, name in directory.isOpenForWriting(name) } }) ?? false
     }

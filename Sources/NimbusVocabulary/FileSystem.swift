@@ -38,6 +38,10 @@ public protocol FileSystem: Sendable {
 
     func setAttributes(_ path: RelativePath, mode: UInt32?, mtime: Int64?) throws
 
+    /// chmod(2) of `path` (never following a final symlink), durable when it returns: a mode
+    /// that a journal commit or a removed note will rely on after a power cut.
+    func setModeDurably(_ path: RelativePath, to mode: UInt32) throws
+
     /// First half of an atomic copy: writes `source` (read from `sourceSystem`) to a temporary
     /// file on this filesystem, preserving mode and mtime, and checks that the source still
     /// matches `expected` afterwards (`CopyError.sourceChanged` otherwise). With `durable`
@@ -174,6 +178,12 @@ extension FileSystem {
     }
 
     public func adopt(_ writeProtocol: WriteProtocol) {}
+
+    /// The mode, then the whole filesystem flushed: right everywhere, if heavier than needed.
+    public func setModeDurably(_ path: RelativePath, to mode: UInt32) throws {
+        try setAttributes(path, mode: mode, mtime: nil)
+        try synchronize()
+    }
 }
 
 public struct ScanResult: Sendable {

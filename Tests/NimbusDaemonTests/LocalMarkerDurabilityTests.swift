@@ -116,4 +116,6 @@ private final class FlushNotingStore: RecordStore, @unchecked Sendable {
         try memory.commit()
     }
     func compactIfNeeded(_ all: @autoclosure () -> [(key: RelativePath, value: PathRecord)]) throws {}
+    func lentModes() throws -> [LentMode] { try memory.lentModes() }
+    func noteLentModes(_ entries: [LentMode]) throws { try memory.noteLentModes(entries) }
 }

@@ -31,6 +31,10 @@ final class MemoryRecordStore: RecordStore, @unchecked Sendable {
         get { pendingMarksNote ?? committedMarksNote }
         set { pendingMarksNote = newValue }
     }
+    /// The note of lent modes: durable at once, kept through a crash.
+    private(set) var lentNote: [LentMode] = []
+    func lentModes() throws -> [LentMode] { lentNote }
+    func noteLentModes(_ entries: [LentMode]) throws { lentNote = entries }
     /// A crash: uncommitted changes vanish.
     func dropPending() {
         pending = []

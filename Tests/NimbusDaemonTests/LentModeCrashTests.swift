@@ -1,0 +1,165 @@
+import Foundation
+import Testing
+import NimbusCore
+import NimbusSimulation
+import NimbusSystem
+import NimbusTestSupport
+import NimbusVocabulary
+@testable import NimbusDaemon
+
+/// A power cut while Nimbus has lent a recorded read-only folder its owner's write and search
+/// bits (`SyncEngine+FolderModes`): the folder must not come back with the lent mode taken for
+/// the user's, which the next pass would propagate to the other side. Every step of the pass
+/// is tried as the moment of the crash, on the side being written to. Before the note of lent
+/// modes (`SyncEngine+LentModes`), 0755 reached both sides after most of them.
+@Suite struct LentModeCrashTests {
+    /// The pair after a first sync of a read-only folder `d` (0555) holding `d/a` and `d/b`;
+    /// the side the changes come from does not check write permission (root, or the user's
+    /// other device), the side they go to does, as a daemon without CAP_DAC_OVERRIDE.
+    struct CrashingPair {
+        let clock = ManualClock()
+        let store = MemoryRecordStore()
+        let disks: (source: MemoryFileSystem, target: MemoryFileSystem)
+        let direction: ReadOnlyFolderEngineTests.Direction
+        var target: FaultyFileSystem<MemoryFileSystem>
+        var engine: SyncEngine<FaultyFileSystem<MemoryFileSystem>>
+
+        init(_ direction: ReadOnlyFolderEngineTests.Direction) throws {
+            self.direction = direction
+            let local = MemoryFileSystem(time: clock.timeSource, device: 1)
+            let cloud = MemoryFileSystem(time: clock.timeSource, temporaryDirectory: RootMarkers.temporary(for: "sim"), device: 2)
+            disks = direction == .upload ? (local, cloud) : (cloud, local)
+            disks.target.checksWritePermission = true
+            for name in ["d/a", "d/b", "e/c"] { try disks.source.write(rp(name), Array(name.utf8)) }
+            try disks.source.setAttributes(rp("d"), mode: 0o555, mtime: nil)
+            try disks.source.setAttributes(rp("e"), mode: 0o555, mtime: nil)
+            target = FaultyFileSystem(disks.target)
+            engine = Self.engine(direction, disks.source, target, store, clock)
+            engine.start()
+        }
+
+        /// A new engine on the same disks and journal, as a new process after a crash.
+        mutating func restart() {
+            store.dropPending()
+            target = FaultyFileSystem(disks.target)
+            engine = Self.engine(direction, disks.source, target, store, clock)
+            engine.start()
+        }
+
+        static func engine(_ direction: ReadOnlyFolderEngineTests.Direction, _ source: MemoryFileSystem,
+                           _ target: FaultyFileSystem<MemoryFileSystem>, _ store: MemoryRecordStore,
+                           _ clock: ManualClock) -> SyncEngine<FaultyFileSystem<MemoryFileSystem>> {
+            let source = FaultyFileSystem(source)
+            let (local, cloud) = direction == .upload ? (source, target) : (target, source)
+            return SimulationRun.makeEngine(local, cloud, store, clock, onDemand: false, style: .suffix, marker: nil)
+        }
+
+        func mode(_ disk: MemoryFileSystem, _ path: String) -> UInt32? { try? disk.metadata(of: rp(path))?.mode }
+    }
+
+    /// What changes on the source side, each needing writes into read-only folders on the target.
+    enum Change: CaseIterable {
+        /// A deletion in `d`, and a file new in it: copied alone.
+        case deletionAndNewFile
+        /// The same with six new files: copied as a batch, `d` lent until it is installed.
+        case deletionAndNewFiles
+        /// `d` (0555) moved into `e` (0555): `d`, `e` and the root's entry change.
+        case folderMovedIntoAnother
+
+        func make(on disk: MemoryFileSystem) throws {
+            switch self {
+            case .deletionAndNewFile, .deletionAndNewFiles:
+                try disk.removeFile(rp("d/a"))
+                for index in 0..<(self == .deletionAndNewFile ? 1 : 6) {
+                    try disk.write(rp("d/new\(index)"), Array("new \(index)".utf8))
+                }
+                try disk.setAttributes(rp("d"), mode: 0o555, mtime: nil)
+            case .folderMovedIntoAnother:
+                try disk.rename(rp("d"), to: rp("e/d"), replacing: false)
+            }
+        }
+
+        /// The read-only folders written into, where they end.
+        var folders: [String] { self == .folderMovedIntoAnother ? ["e", "e/d"] : ["d"] }
+    }
+
+    @Test(arguments: ReadOnlyFolderEngineTests.Direction.allCases, Change.allCases)
+    func aCrashWhileARecordedFolderIsLentLeavesTheUsersModeOnBothSides(_ direction: ReadOnlyFolderEngineTests.Direction,
+                                                                      change: Change) throws {
+        var crashesWhileLent = 0
+        for operations in 0..<500 {
+            var pair = try CrashingPair(direction)
+            try change.make(on: pair.disks.source)
+            pair.clock.advance(by: .seconds(1))
+            pair.target.crash(afterOperations: operations)
+            pair.engine.sync(nil)
+            guard pair.target.isCrashed else { break }  // Every step has been the crash's.
+            let lent = ["d", "e", "e/d"].filter { pair.mode(pair.disks.target, $0) == 0o755 }
+            if !lent.isEmpty { crashesWhileLent += 1 }
+
+            pair.restart()
+            pair.clock.advance(by: .seconds(1))
+            pair.engine.sync(nil)
+            let label = "\(direction), \(change), crash after \(operations) operations on the target (lent then: \(lent))"
+            for folder in change.folders {
+                #expect(pair.mode(pair.disks.source, folder) == 0o555, "\(label): \(folder) keeps the user's mode on the source")
+                #expect(pair.mode(pair.disks.target, folder) == 0o555, "\(label): \(folder) has the user's mode again on the target")
+                #expect(pair.engine.entry(rp(folder))?.state == .downloaded, "\(label): \(folder)")
+            }
+            let inside = { (view: [RelativePath: String]) in view.filter { rp("d").contains($0.key) || rp("e").contains($0.key) } }
+            #expect(inside(pair.disks.target.syncedView()) == inside(pair.disks.source.syncedView()), "\(label): both sides agree")
+            #expect(pair.store.lentNote.isEmpty, "\(label): nothing is lent once the pass is over")
+        }
+        #expect(crashesWhileLent > 0, "some crash struck while a folder was lent 0755")
+    }
+
+    /// A mode set by the user while the folder was lent (here after the crash, before the
+    /// start) is theirs: the start leaves it, and it reaches the other side.
+    @Test func aModeTheUserSetMeanwhileIsLeftAndPropagated() throws {
+        var pair = try CrashingPair(.download)
+        try Change.deletionAndNewFile.make(on: pair.disks.source)
+        pair.clock.advance(by: .seconds(1))
+        // The crash right after the lend: the first operations on the target are its look at
+        // `d` and its chmod.
+        var operations = 0
+        repeat {
+            pair = try CrashingPair(.download)
+            try Change.deletionAndNewFile.make(on: pair.disks.source)
+            pair.clock.advance(by: .seconds(1))
+            pair.target.crash(afterOperations: operations)
+            pair.engine.sync(nil)
+            operations += 1
+        } while pair.mode(pair.disks.target, "d") != 0o755 && operations < 100
+        #expect(pair.mode(pair.disks.target, "d") == 0o755 && !pair.store.lentNote.isEmpty, "the crash left d lent")
+        try pair.disks.target.setAttributes(rp("d"), mode: 0o700, mtime: nil)
+        pair.restart()
+        #expect(pair.mode(pair.disks.target, "d") == 0o700, "the user's mode is left")
+        #expect(pair.mode(pair.disks.source, "d") == 0o700, "and propagated as any change of theirs")
+        #expect(pair.store.lentNote.isEmpty)
+    }
+
+    /// The note is a file beside the journal: it survives a reopen, and an empty one is removed.
+    @Test func theJournalKeepsTheNoteOfLentModesAcrossAReopen() throws {
+        let folder = try TemporaryDirectory.make("nimbus-lent")
+        defer { TemporaryDirectory.remove(folder, label: "theJournalKeepsTheNoteOfLentModesAcrossAReopen") }
+        let directory = SystemPath(folder).appending("journal")
+        let entries = [LentMode(side: .cloud, path: rp("photos/2019"), inode: 1 << 40, mode: 0o555, working: 0o755),
+                       LentMode(side: .local, path: rp("a\nb"), inode: 7, mode: 0o444, working: 0o644)]
+        do {
+            let (store, _) = try JournalRecordStore.open(directory: directory)
+            #expect(try store.lentModes().isEmpty)
+            try store.noteLentModes(entries)
+            try store.close()  // Nothing committed: the note does not wait for a commit.
+        }
+        do {
+            let (store, records) = try JournalRecordStore.open(directory: directory)
+            #expect(try store.lentModes() == entries && records.isEmpty)
+            try store.noteLentModes([])
+            try store.close()
+        }
+        #expect(!FileManager.default.fileExists(atPath: folder + "/journal/lent-modes"), "an empty note is removed")
+        let (store, _) = try JournalRecordStore.open(directory: directory)
+        #expect(try store.lentModes().isEmpty)
+        try store.close()
+    }
+}
