@@ -100,7 +100,7 @@ extension SyncEngine {
             if fresh || verifiesCloudContent {
                 hash = try pending.prepared.contentHash ?? fs.contentHash(of: pending.prepared.temporary)
             }
-            if pending.side == .local { markState(.downloaded, of: pending.prepared.temporary, isUnmarked: true) }
+            if pending.side == .local { try markTemporary(pending.prepared.temporary, durable: durable) }
             let expectedHash = pending.side == .cloud && pending.replacing != nil ? expectedCloudHash(pending.path) : nil
             installed = try fs.install(pending.prepared, at: pending.path, replacing: pending.replacing,
                                        expectedHash: expectedHash, displacedTo: displaced, durable: durable)

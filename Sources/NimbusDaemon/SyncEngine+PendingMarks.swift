@@ -24,13 +24,13 @@ extension SyncEngine {
             defer { s.pendingMarks = [] }
             return s.pendingMarks
         }
-        for mark in marks {
+        markStates(marks.compactMap { mark in
             let (record, transient) = state.withLock { ($0.index[mark.path], $0.transient[mark.path]) }
             // Gone since, or a placeholder now (evicted): whatever made it so wrote its mark.
             guard let record, !record.isPlaceholder, record.base.kind == .file,
-                  let now = Self.describe(mark.path, current: nil, record: record, transient: transient)?.state else { continue }
-            markState(now, of: mark.path, isUnmarked: mark.isUnmarked && now == .downloaded)
-        }
+                  let now = Self.describe(mark.path, current: nil, record: record, transient: transient)?.state else { return nil }
+            return (mark.path, now, mark.isUnmarked && now == .downloaded)
+        })
         if store.marksMayBeMissing { store.marksMayBeMissing = false }
     }
 

@@ -172,43 +172,4 @@ extension SyncEngine {
         guard let file = isPlaceholder ? placeholderFile(for: path) : path else { return }
         markState(now, of: file)
     }
-
-    /// Writes `state` to the `user.nimbus.state` xattr of a local file, for scripts and file
-    /// managers (DESIGN §2). Best effort: a filesystem without user xattrs is remembered and
-    /// not asked again. The value is read first, so that an unchanged state changes nothing
-    /// (no ctime, no `IN_ATTRIB`), unless the caller knows the file has none (`isUnmarked`:
-    /// a temporary file of ours, or a file new to the journal) and the read would only cost
-    /// a system call.
-    func markState(_ fileState: FileState, of path: RelativePath, isUnmarked: Bool = false) {
-        guard attributesSupported.load(ordering: .relaxed) else { return }
-        let value = Array(fileState.name.utf8)
-        do {
-            if !isUnmarked, try local.extendedAttribute(Placeholder.stateAttribute, of: path) == value { return }
-            try local.setExtendedAttribute(Placeholder.stateAttribute, of: path, to: value)
-        } catch let error as SystemError where error.errno == .noSuchFile {
-            return  // Not here (yet): a download in progress, a file just deleted.
-        } catch let error as SystemError where error.errno == .notSupported && !path.isRoot && rootKeepsAttributes() {
-            // One entry that keeps none (a file just replaced by a symlink, as `tar x` does):
-            // that entry's problem, not the filesystem's.
-            log.debug("cannot write \(Placeholder.stateAttribute) of \(path): \(error)")
-        } catch let error as SystemError where error.errno == .notSupported {
-            attributesSupported.store(false, ordering: .relaxed)
-            log.notice("the local folder's filesystem keeps no user xattrs (\(error)); file states are not written to user.nimbus.state")
-        } catch {
-            log.debug("cannot write \(Placeholder.stateAttribute) of \(path): \(error)")
-        }
-    }
-
-    /// Whether the local root, a directory, can hold user xattrs: reading one there fails
-    /// with `EOPNOTSUPP` only on a filesystem that keeps none.
-    private func rootKeepsAttributes() -> Bool {
-        do {
-            _ = try local.extendedAttribute(Placeholder.stateAttribute, of: .root)
-            return true
-        } catch let error as SystemError where error.errno == .notSupported {
-            return false
-        } catch {
-            return true  // Another failure says nothing about the filesystem.
-        }
-    }
 }

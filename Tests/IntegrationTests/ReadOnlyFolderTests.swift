@@ -116,6 +116,47 @@ struct ReadOnlyFolderTests {
         try await daemon.stop()
     }
 
+    /// A read-only file (0444, the user's) gets its `user.nimbus.state` mark, read here as
+    /// `getfattr -n user.nimbus.state` reads it (lgetxattr), although an unprivileged process
+    /// may write a user xattr only to a file it may write: Nimbus lends the file its owner's
+    /// write bit for the mark. Its mode stays 0444 on both sides, and a rescan copies nothing.
+    /// Before, the mark was refused (EACCES) and the file had none.
+    @Test("a read-only file gets its user.nimbus.state mark and keeps its mode on both sides",
+          .enabled(if: skipReason == nil, Comment(rawValue: skipReason ?? "")), arguments: SyncDirection.allCases)
+    func readOnlyFileIsMarked(_ direction: SyncDirection) async throws {
+        let (sandbox, daemon) = try Self.unprivilegedPair("readOnlyFileIsMarked-\(direction)")
+        defer { sandbox.finish() }
+        let source = direction.source(daemon), target = direction.target(daemon)
+        try await daemon.start()
+        let outside = try sandbox.folder("outside")
+        for (name, mode) in [("notes.txt", mode_t(0o444)), ("key.pem", mode_t(0o400))] {
+            try SyncFiles.write(SyncFiles.join(outside, name), Array("\(name)\n".utf8), mode: mode)
+            try Self.giveToNobody(outside + "/" + name)
+            try SyncFiles.rename(SyncFiles.join(outside, name), SyncFiles.join(source, name))
+        }
+        func marks() -> String? {
+            let states = ["notes.txt", "key.pem"].map { PlaceholderFiles.xattr(daemon.local + "/" + $0, "user.nimbus.state") }
+            return states == ["downloaded", "downloaded"] ? nil : "user.nimbus.state of notes.txt and key.pem: \(states)"
+        }
+        try await sandbox.converge("\(direction): read-only files synced and marked", source, target, timeout: .seconds(30)) {
+            try SyncExpect.all(SyncExpect.file(target, "notes.txt", "notes.txt\n"), SyncExpect.file(target, "key.pem", "key.pem\n"),
+                               marks())
+        }
+        for root in [daemon.local, daemon.cloud] {
+            #expect(try SyncExpect.all(SyncExpect.mode(root, "notes.txt", 0o444), SyncExpect.mode(root, "key.pem", 0o400)) == nil)
+        }
+        let copied = daemon.controlJSON(["status"]).object?["filesCopied"] as? Int
+        #expect(copied == 2, "\(daemon.controlJSON(["status"]).output)")
+        #expect(daemon.control(["rescan"]).status == 0)
+        #expect(daemon.controlJSON(["status"]).object?["filesCopied"] as? Int == copied, "the next pass copies nothing")
+        for root in [daemon.local, daemon.cloud] {
+            #expect(try SyncExpect.all(SyncExpect.mode(root, "notes.txt", 0o444), SyncExpect.mode(root, "key.pem", 0o400)) == nil)
+        }
+        #expect(marks() == nil)
+        try await daemon.stop()
+        #expect(!FileManager.default.fileExists(atPath: daemon.stateDirectory + "/journal/lent-modes"), "nothing is left lent")
+    }
+
     /// A sandbox under /var/tmp and its daemon (not started), which runs as nobody, without any
     /// capability, on folders (and a state folder and home) owned by nobody: what a systemd
     /// user service of a normal user does. Finish the sandbox in a defer.

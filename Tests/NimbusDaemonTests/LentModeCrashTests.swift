@@ -13,48 +13,58 @@ import NimbusVocabulary
 /// is tried as the moment of the crash, on the side being written to. Before the note of lent
 /// modes (`SyncEngine+LentModes`), 0755 reached both sides after most of them.
 @Suite struct LentModeCrashTests {
-    /// The pair after a first sync of a read-only folder `d` (0555) holding `d/a` and `d/b`;
-    /// the side the changes come from does not check write permission (root, or the user's
-    /// other device), the side they go to does, as a daemon without CAP_DAC_OVERRIDE.
+    /// The pair after a first sync of read-only folders `d` (0555, holding `d/a` and `d/b`)
+    /// and `e` (0555, holding `e/c`). Both sides check write permission, as for a daemon
+    /// without CAP_DAC_OVERRIDE; changes on the source side are made as root (`editSource`).
     struct CrashingPair {
         let clock = ManualClock()
         let store = MemoryRecordStore()
-        let disks: (source: MemoryFileSystem, target: MemoryFileSystem)
+        let localDisk: MemoryFileSystem
+        let cloudDisk: MemoryFileSystem
         let direction: ReadOnlyFolderEngineTests.Direction
-        var target: FaultyFileSystem<MemoryFileSystem>
+        var local: FaultyFileSystem<MemoryFileSystem>
+        var cloud: FaultyFileSystem<MemoryFileSystem>
         var engine: SyncEngine<FaultyFileSystem<MemoryFileSystem>>
 
         init(_ direction: ReadOnlyFolderEngineTests.Direction) throws {
             self.direction = direction
-            let local = MemoryFileSystem(time: clock.timeSource, device: 1)
-            let cloud = MemoryFileSystem(time: clock.timeSource, temporaryDirectory: RootMarkers.temporary(for: "sim"), device: 2)
-            disks = direction == .upload ? (local, cloud) : (cloud, local)
-            disks.target.checksWritePermission = true
-            for name in ["d/a", "d/b", "e/c"] { try disks.source.write(rp(name), Array(name.utf8)) }
-            try disks.source.setAttributes(rp("d"), mode: 0o555, mtime: nil)
-            try disks.source.setAttributes(rp("e"), mode: 0o555, mtime: nil)
-            target = FaultyFileSystem(disks.target)
-            engine = Self.engine(direction, disks.source, target, store, clock)
+            localDisk = MemoryFileSystem(time: clock.timeSource, device: 1)
+            cloudDisk = MemoryFileSystem(time: clock.timeSource, temporaryDirectory: RootMarkers.temporary(for: "sim"), device: 2)
+            (local, cloud) = (FaultyFileSystem(localDisk), FaultyFileSystem(cloudDisk))
+            engine = SimulationRun.makeEngine(local, cloud, store, clock, onDemand: false, style: .suffix, marker: nil)
+            let source = direction == .upload ? localDisk : cloudDisk
+            for name in ["d/a", "d/b", "e/c"] { try source.write(rp(name), Array(name.utf8)) }
+            try source.setAttributes(rp("d"), mode: 0o555, mtime: nil)
+            try source.setAttributes(rp("e"), mode: 0o555, mtime: nil)
+            localDisk.checksWritePermission = true
+            cloudDisk.checksWritePermission = true
             engine.start()
+        }
+
+        var source: MemoryFileSystem { direction == .upload ? localDisk : cloudDisk }
+        var target: MemoryFileSystem { direction == .upload ? cloudDisk : localDisk }
+        var targetSide: Side { direction == .upload ? .cloud : .local }
+        func faulty(_ side: Side) -> FaultyFileSystem<MemoryFileSystem> { side == .local ? local : cloud }
+
+        /// A change on the source side, made as root (or the user's other device) would.
+        func editSource(_ change: (MemoryFileSystem) throws -> Void) throws {
+            try ReadOnlyFolderEngineTests.asRoot(source) { try change(source) }
+            clock.advance(by: .seconds(1))
         }
 
         /// A new engine on the same disks and journal, as a new process after a crash.
         mutating func restart() {
             store.dropPending()
-            target = FaultyFileSystem(disks.target)
-            engine = Self.engine(direction, disks.source, target, store, clock)
+            (local, cloud) = (FaultyFileSystem(localDisk), FaultyFileSystem(cloudDisk))
+            engine = SimulationRun.makeEngine(local, cloud, store, clock, onDemand: false, style: .suffix, marker: nil)
             engine.start()
         }
 
-        static func engine(_ direction: ReadOnlyFolderEngineTests.Direction, _ source: MemoryFileSystem,
-                           _ target: FaultyFileSystem<MemoryFileSystem>, _ store: MemoryRecordStore,
-                           _ clock: ManualClock) -> SyncEngine<FaultyFileSystem<MemoryFileSystem>> {
-            let source = FaultyFileSystem(source)
-            let (local, cloud) = direction == .upload ? (source, target) : (target, source)
-            return SimulationRun.makeEngine(local, cloud, store, clock, onDemand: false, style: .suffix, marker: nil)
-        }
-
         func mode(_ disk: MemoryFileSystem, _ path: String) -> UInt32? { try? disk.metadata(of: rp(path))?.mode }
+
+        func mark(_ path: String) -> String? {
+            (try? localDisk.extendedAttribute(Placeholder.stateAttribute, of: rp(path)))?.map { String(decoding: $0, as: UTF8.self) }
+        }
     }
 
     /// What changes on the source side, each needing writes into read-only folders on the target.
@@ -89,12 +99,11 @@ import NimbusVocabulary
         var crashesWhileLent = 0
         for operations in 0..<500 {
             var pair = try CrashingPair(direction)
-            try change.make(on: pair.disks.source)
-            pair.clock.advance(by: .seconds(1))
-            pair.target.crash(afterOperations: operations)
+            try pair.editSource(change.make)
+            pair.faulty(pair.targetSide).crash(afterOperations: operations)
             pair.engine.sync(nil)
-            guard pair.target.isCrashed else { break }  // Every step has been the crash's.
-            let lent = ["d", "e", "e/d"].filter { pair.mode(pair.disks.target, $0) == 0o755 }
+            guard pair.faulty(pair.targetSide).isCrashed else { break }  // Every step has been the crash's.
+            let lent = ["d", "e", "e/d"].filter { pair.mode(pair.target, $0) == 0o755 }
             if !lent.isEmpty { crashesWhileLent += 1 }
 
             pair.restart()
@@ -102,39 +111,63 @@ import NimbusVocabulary
             pair.engine.sync(nil)
             let label = "\(direction), \(change), crash after \(operations) operations on the target (lent then: \(lent))"
             for folder in change.folders {
-                #expect(pair.mode(pair.disks.source, folder) == 0o555, "\(label): \(folder) keeps the user's mode on the source")
-                #expect(pair.mode(pair.disks.target, folder) == 0o555, "\(label): \(folder) has the user's mode again on the target")
+                #expect(pair.mode(pair.source, folder) == 0o555, "\(label): \(folder) keeps the user's mode on the source")
+                #expect(pair.mode(pair.target, folder) == 0o555, "\(label): \(folder) has the user's mode again on the target")
                 #expect(pair.engine.entry(rp(folder))?.state == .downloaded, "\(label): \(folder)")
             }
             let inside = { (view: [RelativePath: String]) in view.filter { rp("d").contains($0.key) || rp("e").contains($0.key) } }
-            #expect(inside(pair.disks.target.syncedView()) == inside(pair.disks.source.syncedView()), "\(label): both sides agree")
+            #expect(inside(pair.target.syncedView()) == inside(pair.source.syncedView()), "\(label): both sides agree")
             #expect(pair.store.lentNote.isEmpty, "\(label): nothing is lent once the pass is over")
         }
         #expect(crashesWhileLent > 0, "some crash struck while a folder was lent 0755")
     }
 
+    /// A read-only file lent its owner's write bit for its state mark (`SyncEngine+StateMarks`):
+    /// after a crash at any step of the pass that syncs it, on the local side, it is 0444 on
+    /// both sides, with its mark. Uploaded, the file itself is lent the bit (after the commit);
+    /// downloaded, its temporary file before it takes its name.
+    @Test(arguments: ReadOnlyFolderEngineTests.Direction.allCases)
+    func aCrashWhileAReadOnlyFileIsLentForItsMarkLeavesItsMode(_ direction: ReadOnlyFolderEngineTests.Direction) throws {
+        var crashesWhileLent = 0
+        for operations in 0..<500 {
+            var pair = try CrashingPair(direction)
+            try pair.editSource {
+                try $0.write(rp("f"), Array("read-only".utf8))
+                try $0.setAttributes(rp("f"), mode: 0o444, mtime: nil)
+            }
+            pair.local.crash(afterOperations: operations)
+            pair.engine.sync(nil)
+            guard pair.local.isCrashed else { break }  // Every step has been the crash's.
+            if pair.mode(pair.localDisk, "f") == 0o644 { crashesWhileLent += 1 }
+
+            pair.restart()
+            pair.clock.advance(by: .seconds(1))
+            pair.engine.sync(nil)
+            let label = "\(direction), crash after \(operations) operations on the local side"
+            #expect(pair.mode(pair.localDisk, "f") == 0o444 && pair.mode(pair.cloudDisk, "f") == 0o444, "\(label): f keeps its mode")
+            #expect(pair.mark("f") == "downloaded", "\(label): f has its mark")
+            #expect(pair.store.lentNote.isEmpty, "\(label): nothing is lent once the pass is over")
+        }
+        #expect(crashesWhileLent > 0 || direction == .download, "some crash struck while f was lent 0644")
+    }
+
     /// A mode set by the user while the folder was lent (here after the crash, before the
     /// start) is theirs: the start leaves it, and it reaches the other side.
     @Test func aModeTheUserSetMeanwhileIsLeftAndPropagated() throws {
+        // The first crash that strikes while `d` is lent.
         var pair = try CrashingPair(.download)
-        try Change.deletionAndNewFile.make(on: pair.disks.source)
-        pair.clock.advance(by: .seconds(1))
-        // The crash right after the lend: the first operations on the target are its look at
-        // `d` and its chmod.
-        var operations = 0
-        repeat {
+        for operations in 0..<100 {
             pair = try CrashingPair(.download)
-            try Change.deletionAndNewFile.make(on: pair.disks.source)
-            pair.clock.advance(by: .seconds(1))
-            pair.target.crash(afterOperations: operations)
+            try pair.editSource(Change.deletionAndNewFile.make)
+            pair.local.crash(afterOperations: operations)
             pair.engine.sync(nil)
-            operations += 1
-        } while pair.mode(pair.disks.target, "d") != 0o755 && operations < 100
-        #expect(pair.mode(pair.disks.target, "d") == 0o755 && !pair.store.lentNote.isEmpty, "the crash left d lent")
-        try pair.disks.target.setAttributes(rp("d"), mode: 0o700, mtime: nil)
+            if pair.mode(pair.target, "d") == 0o755 { break }
+        }
+        #expect(pair.mode(pair.target, "d") == 0o755 && !pair.store.lentNote.isEmpty, "the crash left d lent")
+        try pair.target.setAttributes(rp("d"), mode: 0o700, mtime: nil)
         pair.restart()
-        #expect(pair.mode(pair.disks.target, "d") == 0o700, "the user's mode is left")
-        #expect(pair.mode(pair.disks.source, "d") == 0o700, "and propagated as any change of theirs")
+        #expect(pair.mode(pair.target, "d") == 0o700, "the user's mode is left")
+        #expect(pair.mode(pair.source, "d") == 0o700, "and propagated as any change of theirs")
         #expect(pair.store.lentNote.isEmpty)
     }
 

@@ -101,6 +101,30 @@ import NimbusVocabulary
         #expect(pair.engine.entry(rp("d"))?.state == .downloaded)
     }
 
+    /// Read-only files get their state mark although the filesystem refuses a user xattr on
+    /// a file without its owner's write bit (`SyncEngine+StateMarks`): they keep their mode on
+    /// both sides, and the next pass has nothing to do. 1 file: marked alone; 6: together.
+    @Test(arguments: Direction.allCases, [1, 6])
+    func readOnlyFilesGetTheirStateMarkAndKeepTheirMode(_ direction: Direction, files: Int) throws {
+        let (pair, source, target) = Self.pair(direction)
+        for index in 0..<files {
+            try source.write(rp("f\(index)"), Array("file \(index)".utf8))
+            try source.setAttributes(rp("f\(index)"), mode: index % 2 == 0 ? 0o444 : 0o400, mtime: nil)
+        }
+        pair.clock.advance(by: .seconds(1))  // Not written just now: recorded once and for all.
+        pair.engine.start()
+        for index in 0..<files {
+            let mode: UInt32 = index % 2 == 0 ? 0o444 : 0o400
+            let mark = try pair.local.extendedAttribute(Placeholder.stateAttribute, of: rp("f\(index)"))
+            #expect(mark.map { String(decoding: $0, as: UTF8.self) } == "downloaded", "f\(index) is marked")
+            #expect(try source.metadata(of: rp("f\(index)"))?.mode == mode && target.metadata(of: rp("f\(index)"))?.mode == mode)
+        }
+        #expect(pair.store.lentNote.isEmpty, "no file is left lent")
+        let (writes, copied) = (pair.store.writes, pair.engine.status.filesCopied)
+        pair.sync()
+        #expect(pair.store.writes == writes && pair.engine.status.filesCopied == copied, "the next pass has nothing to do")
+    }
+
     /// On demand: placeholders are written into a read-only folder, and a download and an
     /// eviction asked for later (outside a pass) replace them there; the folder stays read-only.
     @Test func placeholdersInAReadOnlyFolderAreDownloadedAndEvicted() throws {

@@ -17,8 +17,9 @@ import Synchronization
 /// - permission: a file without the owner's read bit cannot be read and a directory without
 ///   the owner's read and search bits cannot be listed (EACCES); write permission is checked
 ///   only with `checksWritePermission` (a directory without the owner's write and search bits
-///   then refuses new, removed and renamed entries, EACCES), so that a test can play the user
-///   or root around the engine;
+///   then refuses new, removed and renamed entries, and an entry without the owner's write
+///   bit refuses changes to its user xattrs, EACCES), so that a test can play the user or
+///   root around the engine;
 /// - space: file bytes and link targets count against `capacity`; a write that does not fit
 ///   throws ENOSPC and changes nothing;
 /// - the root can be removed (`removeRecursively(.root)`) to play a deleted sync folder:
