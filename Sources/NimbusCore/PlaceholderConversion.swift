@@ -1,8 +1,8 @@
 import NimbusVocabulary
 
-/// Why a placeholder keeps its style in a conversion (it is converted by a later one, once
-/// the reason is gone).
-public enum ConversionBlock: Hashable, Sendable {
+/// Why a placeholder keeps its style in a conversion at start (the sync passes settle it
+/// later, `foldPlaceholdersOfTheOtherStyle`, or a later start converts it).
+public enum ConversionBlock: Hashable, Sendable, CustomStringConvertible {
     /// The new style's name for it is another file's (`x.nimbus` a file of the user's, or a
     /// real file beside a suffix placeholder).
     case nameTaken(RelativePath)
@@ -11,6 +11,14 @@ public enum ConversionBlock: Hashable, Sendable {
     /// The placeholder file is missing or changed since the journal recorded it: the next
     /// sync pass decides what it is first.
     case changed
+
+    public var description: String {
+        switch self {
+        case .nameTaken(let name): "\(name) is another file, which is kept; the next sync pass settles it"
+        case .noName: "the other style has no name for it (too long)"
+        case .changed: "it changed since it was synced; the next sync pass decides what it is"
+        }
+    }
 }
 
 /// What converting the placeholders of a pair from one style to another takes.

@@ -69,6 +69,9 @@ public func foldPlaceholders(style: PlaceholderStyle, scope: [RelativePath], bas
                              records: some PlaceholderRecords, contents: [RelativePath: PlaceholderFileContents] = [:],
                              namer: ConflictNamer, filling: Set<RelativePath> = []) -> PlaceholderFold {
     var fold = PlaceholderFold(local: local)
+    if records.placeholderCount > 0 {
+        foldPlaceholdersOfTheOtherStyle(&fold, style: style, base: base, cloud: cloud, records: records, contents: contents)
+    }
     switch style {
     case .suffix:
         let folder = SuffixFolder(scope: scope, base: base, cloud: cloud, records: records, contents: contents, namer: namer)

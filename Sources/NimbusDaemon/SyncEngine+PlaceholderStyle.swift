@@ -21,8 +21,18 @@ extension SyncEngine {
     var placeholderStyle: PlaceholderStyle { settings.placeholderStyle }
 
     func performPlaceholderAction(_ action: Action, batch: inout [PendingInstall]?) throws {
-        if case .convertPlaceholder(let path, let style, let expected, let cloudFile) = action {
+        switch action {
+        case .convertPlaceholder(let path, let style, let expected, let cloudFile):
             return try convertPlaceholder(path, to: style, expected: expected, cloud: cloudFile)
+        // A suffix placeholder a blocked conversion left in the real-name style
+        // (`foldPlaceholdersOfTheOtherStyle`): retired beside the user's file, or repaired
+        // before it is converted.
+        case .retirePlaceholder(let file, let expected):
+            return try retirePlaceholder(file, expected: expected)
+        case .repairPlaceholder(let path, let file, let edited, let cloudFile):
+            return try repairPlaceholder(path, file: file, edited: edited, cloud: cloudFile)
+        default:
+            break
         }
         switch placeholderStyle {
         case .suffix: try performSuffixPlaceholder(action, batch: &batch)
@@ -43,10 +53,6 @@ extension SyncEngine {
             try renamePlaceholder(from: from, to: to, expected: expected)
         case .movePlaceholder(let from, let to, let expected):
             try movePlaceholder(from: from, to: to, expected: expected)
-        case .retirePlaceholder(let file, let expected):
-            try retirePlaceholder(file, expected: expected)
-        case .repairPlaceholder(let path, let file, let edited, let cloudFile):
-            try repairPlaceholder(path, file: file, edited: edited, cloud: cloudFile)
         case .adoptPlaceholder(let path, let placeholder, let cloudFile):
             guard let file = Placeholder.file(for: path) else { return }
             try adoptPlaceholder(path, file: file, placeholder: placeholder, cloud: cloudFile)

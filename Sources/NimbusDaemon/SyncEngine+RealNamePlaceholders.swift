@@ -41,8 +41,8 @@ extension SyncEngine {
         case .adoptLocalFile(let path, let here, let there):
             try adoptLocalFile(path, local: here, cloud: there)
         default:
-            // The suffix style's repairs (move, retire, repair, adopt a placeholder file) are
-            // never planned for real names: the fold knows these by the journal alone.
+            // The suffix style's own repairs (move, adopt a placeholder file) are never
+            // planned for real names: the fold knows these by the journal alone.
             preconditionFailure("not a real-name placeholder action: \(action)")
         }
     }

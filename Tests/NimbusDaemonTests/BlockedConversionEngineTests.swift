@@ -1,0 +1,131 @@
+import Foundation
+import Testing
+import NimbusCore
+import NimbusSimulation
+import NimbusSystem
+@testable import NimbusDaemon
+
+/// A style switch whose conversion a taken name blocks (DESIGN §5), on the in-memory pair:
+/// the whole story, in each order of events. A placeholder's bytes never reach the cloud,
+/// the user's file is never lost or overwritten, both names report what they are, and the
+/// conversion completes by itself once its name is free.
+@Suite struct BlockedConversionEngineTests {
+    typealias Fixture = RealNamePlaceholderEngineTests.Fixture
+
+    /// Cloud `x` shown as `x.nimbus` by a suffix-style daemon, then `mine` written at `x`
+    /// while no daemon ran.
+    func suffixPairWithXTaken(_ mine: String = "mine") throws -> Fixture {
+        let f = Fixture()
+        try f.pair.cloud.write(rp("x"), Array("cloud x".utf8))
+        f.restarted(style: .suffix, marker: nil).start()
+        #expect(f.pair.local.snapshot()[rp("x.nimbus")] != nil)
+        try f.pair.local.write(rp("x"), Array(mine.utf8))
+        return f
+    }
+
+    func realName(_ f: Fixture) -> (SyncEngine<MemoryFileSystem>, FakePlaceholderMarker) {
+        let marker = FakePlaceholderMarker(local: f.pair.local, cloud: f.pair.cloud)
+        return (f.restarted(style: .realName, marker: marker), marker)
+    }
+
+    func cloudNames(_ f: Fixture) -> [String] { f.pair.cloud.syncedView().keys.map(\.description).sorted() }
+
+    /// Cloud `x` shown as a real-name placeholder, stopped cleanly (guarded), `mine` written at
+    /// `x.nimbus` meanwhile; the suffix-style engine that starts next.
+    func realNamePairWithXNimbusTaken() throws -> (Fixture, SyncEngine<MemoryFileSystem>) {
+        let f = Fixture()
+        try f.pair.cloud.write(rp("x"), Array("cloud x".utf8))
+        f.engine.start()
+        f.engine.guardPlaceholders()
+        try f.pair.local.write(rp("x.nimbus"), Array("mine".utf8))
+        return (f, f.restarted(style: .suffix, marker: nil))
+    }
+
+    /// Fails on the code before: the cloud's `x` was renamed to `x.nimbus` there (the
+    /// placeholder found by its inode), and the suffix placeholder journaled as a real-name one.
+    @Test func suffixToRealNamesTheUsersXIsTheNewVersionAndThePlaceholderGoes() throws {
+        let f = try suffixPairWithXTaken()
+        let (engine, _) = realName(f)
+        engine.start()
+        #expect(cloudNames(f) == ["x"], "nothing named x.nimbus reaches the cloud")
+        #expect(f.pair.content(f.pair.cloud, "x") == "mine")
+        #expect(try engine.versions(of: rp("x")).count == 1, "the cloud's x is kept in the versions store")
+        #expect(f.pair.content(f.pair.local, "x") == "mine")
+        #expect(f.pair.local.snapshot()[rp("x.nimbus")] == nil)
+        #expect(engine.entry(rp("x"))?.state == .downloaded)
+        #expect(engine.entry(rp("x.nimbus")) == nil)
+        // (The next pass confirms the base of a file written within the last second.)
+        f.pair.clock.advance(by: .seconds(1))
+        engine.sync(nil)
+        let written = f.pair.store.writes
+        f.pair.clock.advance(by: .seconds(1))
+        engine.sync(nil)
+        #expect(f.pair.store.writes == written, "settled: a pass does nothing")
+    }
+
+    /// Fails on the code before: the placeholder's text was uploaded as a file `x.nimbus`.
+    @Test func suffixToRealNamesWithTheCloudChangedMeanwhileIsAConflictThatKeepsBoth() throws {
+        let f = try suffixPairWithXTaken()
+        try f.pair.cloud.write(rp("x"), Array("cloud x v2".utf8))
+        let (engine, _) = realName(f)
+        engine.start()
+        let names = cloudNames(f)
+        #expect(!names.contains("x.nimbus"), "\(names)")
+        #expect(f.pair.content(f.pair.cloud, "x") == "cloud x v2")
+        let copy = try #require(names.first { $0.hasPrefix("x (conflict") }, "\(names)")
+        #expect(f.pair.content(f.pair.cloud, copy) == "mine" && f.pair.content(f.pair.local, copy) == "mine")
+        #expect(engine.entry(rp("x"))?.state == .notDownloaded)
+        for (path, node) in f.pair.cloud.snapshot() {
+            guard case .file(let bytes) = node.content else { continue }
+            #expect(Placeholder.parse(bytes) == nil, "\(path) holds a placeholder's text")
+        }
+    }
+
+    /// The name freed before any pass settled it (the blocked start, then the user's `x`
+    /// removed): the conversion completes in the next pass, nothing downloaded or uploaded;
+    /// a restart after that finds nothing to convert.
+    @Test func suffixToRealNamesTheConversionCompletesOnceXIsFree() throws {
+        let f = try suffixPairWithXTaken()
+        let cloudBefore = f.pair.cloud.syncedView()
+        let (engine, marker) = realName(f)
+        #expect(engine.preparePlaceholders() == 0, "blocked: x is the user's")
+        #expect(f.pair.local.snapshot()[rp("x.nimbus")] != nil)
+        try f.pair.local.removeFile(rp("x"))
+        f.pair.clock.advance(by: .seconds(1))
+        engine.sync(nil)
+        #expect(f.isHoles("x") && marker.isPlaceholder(rp("x")))
+        #expect(f.pair.local.snapshot()[rp("x.nimbus")] == nil)
+        #expect(engine.entry(rp("x"))?.state == .notDownloaded)
+        #expect(f.pair.cloud.syncedView() == cloudBefore)
+        let (again, _) = realName(f)
+        #expect(again.preparePlaceholders() == 0)
+        marker.open(rp("x")).map(engine.applyHydration)
+        #expect(f.pair.content(f.pair.local, "x") == "cloud x")
+    }
+
+    /// Fails on the code before: the user's `x.nimbus` was taken for `x`'s placeholder
+    /// written into and moved to a conflict name of `x`.
+    @Test func realNamesToSuffixWithXNimbusTakenDownloadsXAndKeepsTheUsersFile() throws {
+        let (f, suffix) = try realNamePairWithXNimbusTaken()
+        suffix.start()
+        #expect(f.pair.content(f.pair.local, "x.nimbus") == "mine")
+        #expect(f.pair.content(f.pair.cloud, "x.nimbus") == "mine")
+        #expect(f.pair.content(f.pair.local, "x") == "cloud x", "downloaded: the suffix style has no name for its placeholder")
+        #expect(cloudNames(f) == ["x", "x.nimbus"] && f.pair.content(f.pair.cloud, "x") == "cloud x")
+        #expect(suffix.entry(rp("x"))?.state == .downloaded)
+        #expect(suffix.entry(rp("x.nimbus"))?.state == .downloaded)
+        #expect(f.pair.local.snapshot().keys.allSatisfy { !$0.description.contains("conflict") })
+    }
+
+    @Test func realNamesToSuffixTheConversionCompletesOnceXNimbusIsFree() throws {
+        let (f, suffix) = try realNamePairWithXNimbusTaken()
+        #expect(suffix.preparePlaceholders() == 0)
+        try f.pair.local.removeFile(rp("x.nimbus"))
+        f.pair.clock.advance(by: .seconds(1))
+        suffix.sync(nil)
+        #expect(f.pair.local.snapshot()[rp("x")] == nil)
+        #expect(f.pair.content(f.pair.local, "x.nimbus").flatMap { Placeholder.parse(Array($0.utf8)) } != nil)
+        #expect(suffix.entry(rp("x"))?.state == .notDownloaded)
+        #expect(cloudNames(f) == ["x"] && f.pair.content(f.pair.cloud, "x") == "cloud x")
+    }
+}
