@@ -10,9 +10,9 @@ import NimbusVocabulary
 //   it back;
 // - a local file, once checked unchanged and not open (`removeGuarded`), is moved into the
 //   holding folder `.nimbus-tmp-deleted` at the root of the local folder, under its own path,
-//   instead of being unlinked (in `.nimbus-tmp-deleted-2`, … when a name there is taken by
-//   the other kind; each folder in it has the mode of the folder it stands for, which a
-//   revert gives back). A temporary name: the scans, the watcher and the ignore rules
+//   instead of being unlinked (in `.nimbus-tmp-deleted-2`, … `-8` when a name there is taken
+//   by the other kind, and past those in a folder of its own, `.nimbus-tmp-deleted-more/N`;
+//   each folder in it has the mode of the folder it stands for, which a revert gives back). A temporary name: the scans, the watcher and the ignore rules
 //   pass over it, so it is never uploaded. It is let go (unlinked, its folders removed)
 //   once the window has passed with nothing held on that side, or at `confirm-deletes`;
 //   while deletions are held there, it stays until the user decides. So the disk space of
@@ -28,20 +28,31 @@ extension RootMarkers {
     /// Where local files a sync deleted wait out the mass-delete guard's window.
     static let deletedHolding = try! RelativePath(validating: ".nimbus-tmp-deleted")
 
-    /// How many holding folders there may be: `.nimbus-tmp-deleted`, then `-2`, `-3`… A
-    /// file kept as `x` and files kept as `x/…` (a file and a folder of one name, deleted
-    /// one after the other within the window) cannot share one; each kind alternation of a
-    /// name takes one more.
+    /// How many numbered holding folders there are: `.nimbus-tmp-deleted`, then `-2`, `-3`…
+    /// A file kept as `x` and files kept as `x/…` (a file and a folder of one name, deleted
+    /// one after the other within the window) cannot share one: a kept file `a`, then `a/a`,
+    /// then `a/a/a`… (each name a file, then a folder) takes one more each time. They are
+    /// looked for by name at start, so there is a fixed number of them; what none has room
+    /// for goes to a folder of its own in `deletedSpill` (rare, and never unlinked).
     static let deletedHoldingCount = 8
+
+    /// Where a kept file goes when every numbered holding folder has a name on its way taken:
+    /// `.nimbus-tmp-deleted-more/N/PATH`, N a folder made for it alone (so nothing in it can
+    /// be in the way), listed at start.
+    static let deletedSpill = try! RelativePath(validating: ".nimbus-tmp-deleted-more")
 
     /// The holding folder number `number` (from 1).
     static func deletedHolding(_ number: Int) -> RelativePath {
         number == 1 ? deletedHolding : try! RelativePath(validating: ".nimbus-tmp-deleted-\(number)")
     }
 
-    /// The holding folder `place` is in.
+    /// The holding folder `place` is in (`.nimbus-tmp-deleted-more/N` for one in the spill,
+    /// the spill itself for the spill).
     static func deletedHolding(containing place: RelativePath) -> RelativePath? {
-        (1...deletedHoldingCount).lazy.map(deletedHolding).first { $0.contains(place) }
+        if deletedSpill.contains(place) {
+            return place.components.count > 1 ? try! deletedSpill.appending(name: Array(place.components[1])) : deletedSpill
+        }
+        return (1...deletedHoldingCount).lazy.map(deletedHolding).first { $0.contains(place) }
     }
 }
 
@@ -58,23 +69,50 @@ extension SyncEngine {
     }
 
     /// Moves the checked file at `aside` (which was `path`) to its path in the first holding
-    /// folder with room for it (see `deletedHoldingCount`), and returns where. Nil when it
-    /// cannot be kept (the disk refusing): it is then removed, as it was before the guard
-    /// kept anything.
+    /// folder with room for it (see `deletedHoldingCount`), or past those to a new folder in
+    /// the spill, and returns where. Nil when it cannot be kept (the disk refusing): it is
+    /// then removed, as it was before the guard kept anything.
     func keepRemoved(_ aside: RelativePath, of path: RelativePath) -> RelativePath? {
-        for number in 1...RootMarkers.deletedHoldingCount {
-            let holding = RootMarkers.deletedHolding(number), place = holding.appending(path)
+        var holding = RootMarkers.deletedHolding
+        do {
+            for number in 1...RootMarkers.deletedHoldingCount {
+                holding = RootMarkers.deletedHolding(number)
+                let place = holding.appending(path)
+                do {
+                    try keep(aside, at: place, in: holding)
+                    return place
+                } catch where isNameTaken(place, in: holding) {
+                    continue
+                }
+            }
+            // A folder made for it alone has nothing in the way: only the disk can refuse.
+            holding = try newSpillFolder()
+            let place = holding.appending(path)
+            try keep(aside, at: place, in: holding)
+            return place
+        } catch {
+            log.warning("could not keep \(path) in \(holding) while the mass-delete guard may still undo its deletion (\(error)); it is removed")
+            return nil
+        }
+    }
+
+    /// A new, empty folder `.nimbus-tmp-deleted-more/N` (the first N not there), owner only.
+    private func newSpillFolder() throws -> RelativePath {
+        let spill = RootMarkers.deletedSpill
+        if try local.metadata(of: spill) == nil {
+            do { try local.makeDirectory(spill, mode: 0o700) } catch let e as SystemError where e.errno == .fileExists {}
+        }
+        // Ends: each number tried is a folder already there, and there are finitely many.
+        for number in 1... {
+            let folder = try spill.appending(name: Array(String(number).utf8))
             do {
-                try keep(aside, at: place, in: holding)
-                return place
-            } catch where number < RootMarkers.deletedHoldingCount && isNameTaken(place, in: holding) {
+                try local.makeDirectory(folder, mode: 0o700)
+                return folder
+            } catch let error as SystemError where error.errno == .fileExists {
                 continue
-            } catch {
-                log.warning("could not keep \(path) in \(holding) while the mass-delete guard may still undo its deletion (\(error)); it is removed")
-                return nil
             }
         }
-        return nil
+        fatalError("unreachable")
     }
 
     private func keep(_ aside: RelativePath, at place: RelativePath, in holding: RelativePath) throws {
@@ -103,7 +141,7 @@ extension SyncEngine {
     private func isNameTaken(_ place: RelativePath, in holding: RelativePath) -> Bool {
         if (try? local.metadata(of: place))?.kind == .directory { return true }
         var folder = place.parent
-        while folder != holding, holding.contains(folder) {
+        while holding.contains(folder) {
             if let kind = (try? local.metadata(of: folder))?.kind, kind != .directory { return true }
             folder = folder.parent
         }
@@ -156,89 +194,23 @@ extension SyncEngine {
             while holding.contains(folder), folders.insert(folder).inserted { folder = folder.parent }
         }
         for folder in folders.sorted(by: { $0.depth > $1.depth }) { try? local.removeDirectory(folder) }
-    }
-
-    /// Brings back what `deletions` removed (see `AppliedDeletions.restoreOrder`), each with
-    /// no base, so that the next pass copies it to the side that lost it. Returns the paths
-    /// brought back; what cannot be is logged with where it is kept.
-    func restore(_ deletions: [AppliedDeletion]) -> Set<RelativePath> {
-        var restored = Set<RelativePath>()
-        for deletion in AppliedDeletions.restoreOrder(deletions) {
-            let path = deletion.path, fs = system(deletion.side)
-            do {
-                switch deletion.kept {
-                case .nothing:
-                    continue
-                case .folder(let mode):
-                    if try fs.metadata(of: path) == nil {
-                        try makeDirectories(path.parent, in: fs)
-                        try fs.makeDirectory(path, mode: mode)
-                    }
-                case .localFile(let place):
-                    restored.insert(try bringBackKept(place, at: path))
-                case .cloudVersion(let version, let size):
-                    try makeDirectories(path.parent, in: cloud)
-                    try cloud.rename(version, to: path, replacing: false)
-                    state.withLock {
-                        $0.status.versionsCount -= 1
-                        $0.status.versionsBytes -= size
-                    }
-                }
-                setRecord(path, nil)
-                restored.insert(path)
-            } catch {
-                let kept = switch deletion.kept {
-                case .localFile(let place): "; it is kept in the local folder as \(place)"
-                case .cloudVersion: "; it is kept in the versions store ('nimbusctl versions \(path)' lists it)"
-                default: ""
-                }
-                log.error("could not bring back \(path) in the \(deletion.side) folder: \(error)\(kept)")
-            }
-        }
-        return restored
-    }
-
-    /// Moves a kept local file back to `path` (beside a new file there, as a conflict copy).
-    /// Where that cannot be (a file now stands where its folder was), it comes back at the
-    /// top of the local folder under its own name, rather than stay in the holding folder,
-    /// which goes. Returns where it is.
-    private func bringBackKept(_ place: RelativePath, at path: RelativePath) throws -> RelativePath {
-        do {
-            // A folder that went with it comes back with its own mode, kept by its stand-in
-            // in the holding folder (after a restart, nothing else remembers it).
-            let holding = RootMarkers.deletedHolding(containing: place) ?? RootMarkers.deletedHolding
-            try makeLocalFolders(path.parent) { holding.appending($0) }
-            return try putBackKept(place, at: path)
-        } catch where !path.parent.isRoot {
-            let top = try RelativePath.root.appending(name: path.name)
-            log.warning("\(path) cannot be brought back where it was (\(error)); it is brought back at the top of the local folder")
-            return try putBackKept(place, at: top)
-        }
-    }
-
-    /// Moves a kept local file back to `path` (see `putBack`), and removes the folders of the
-    /// holding place it leaves empty.
-    private func putBackKept(_ place: RelativePath, at path: RelativePath) throws -> RelativePath {
-        let back = try putBack(place, at: path) { copy in
-            "a new \(path) appeared since its deletion was applied; the deleted one is brought back as \(copy)"
-        }
-        defer { removeEmptyHoldingFolders(above: place) }
-        return back
-    }
-
-    private func removeEmptyHoldingFolders(above place: RelativePath) {
-        guard let holding = RootMarkers.deletedHolding(containing: place) else { return }
-        var folder = place.parent
-        while holding.contains(folder) {
-            guard (try? local.removeDirectory(folder)) != nil else { break }
-            folder = folder.parent
-        }
+        if folders.contains(where: RootMarkers.deletedSpill.contains) { try? local.removeDirectory(RootMarkers.deletedSpill) }
     }
 
     /// At start: the files a crash left in the holding folders count as deletions applied
     /// now (see the top of this file); their empty folders go.
     func adoptKeptDeletions() {
         for number in 1...RootMarkers.deletedHoldingCount { adoptKeptDeletions(in: RootMarkers.deletedHolding(number)) }
+        let spill = RootMarkers.deletedSpill
+        guard let found = try? local.metadata(of: spill), found.kind == .directory else { return }
+        do {
+            for (folder, metadata) in try local.scan(spill, descend: { _ in false }).entries where metadata.kind == .directory {
+                adoptKeptDeletions(in: folder)
+            }
+            try? local.removeDirectory(spill)
+        } catch {
+            log.warning("could not look at \(spill) in the local folder: \(error)")
+        }
     }
 
     private func adoptKeptDeletions(in holding: RelativePath) {
