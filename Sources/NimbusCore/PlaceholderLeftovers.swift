@@ -15,10 +15,11 @@ import NimbusVocabulary
 ///   placeholder in the record, in sync when it holds the cloud's bytes, else a change here
 ///   that reconcile propagates (a conflict if the cloud changed too), and the placeholder
 ///   goes. Nothing of the user's is overwritten; the cloud's old content is versioned;
-/// - real names → suffix, `x.nimbus` taken (a file of its own, synced under that name): the
-///   sparse `x` cannot stay, with no listener to fill it, and the suffix style has no other
-///   name for it, so `x` is downloaded over it, as the suffix style does whenever another file
-///   holds a placeholder's name (`adaptForPlaceholders`);
+/// - real names → suffix, `x.nimbus` taken (a file of its own, synced under that name) or
+///   too long a name: the sparse `x` cannot stay, with no listener to fill it, and the suffix
+///   style has no other name for it, so `x` is downloaded over it, as the suffix style does
+///   whenever a placeholder's name is another file's or too long (`adaptForPlaceholders`,
+///   `writePlaceholder`);
 /// - a suffix placeholder written into: what was written is kept under a conflict name and a
 ///   fresh placeholder put back (`repairPlaceholder`), which the next pass converts.
 ///
@@ -65,13 +66,14 @@ func foldPlaceholdersOfTheOtherStyle(_ fold: inout PlaceholderFold, style: Place
         case .realName:
             // The sparse `x`; the new name is `x.nimbus`. Changed, it was filled or written:
             // content of its own, which reconcile treats as any file's change.
-            guard found.isUnchanged(from: recorded) || isGuarded(found, as: recorded), let new else { continue }
-            if fold.local[new] == nil {
+            guard found.isUnchanged(from: recorded) || isGuarded(found, as: recorded) else { continue }
+            if let new, fold.local[new] == nil {
                 fold.repairs.append(.convertPlaceholder(path, to: style, expected: found, cloud: record.base.cloud))
                 withhold(path, new)
             } else {
-                // `x.nimbus` is a file of its own, never `x`'s placeholder.
-                fold.handled.insert(new)
+                // `x.nimbus` is a file of its own, never `x`'s placeholder. (No such name at
+                // all, `x` too long for the suffix: downloaded too, as the suffix style does.)
+                if let new { fold.handled.insert(new) }
                 if let source = cloud[path], source.kind == .file {
                     fold.repairs.append(.copy(path, to: .local, source: source, replacing: found))
                 }

@@ -38,4 +38,28 @@ struct RealNameBlockedSwitchTests {
         let versions = RealNamePlaceholderDaemonTests.run("ls -A '\(d.cloud)/.nimbus/versions'")
         #expect(versions.output.contains("a.txt"), "the cloud's a.txt is kept in the versions store: \(versions.output)")
     }
+
+    @Test("real names → suffix with a.txt.nimbus written meanwhile: that file stays the user's and is synced, a.txt is downloaded")
+    func theUsersSuffixNamedFileStaysAndXIsDownloaded() async throws {
+        let cloudBytes = RealNamePlaceholderDaemonTests.random(5000)
+        let s = try await RealNamePlaceholderDaemonTests.start("blockedSwitchBack", files: ["a.txt": cloudBytes])
+        defer { s.finish() }
+        let d = s.daemon
+        try await d.eventually("a real-name placeholder") { RealNamePlaceholderDaemonTests.notDownloaded(d, "a.txt") }
+        try await d.stop()
+        try PlaceholderFiles.write(d.local + "/a.txt.nimbus", Array("mine\n".utf8))
+        d.style = "suffix"
+        try await d.start()
+        try await d.eventually("a.txt downloaded, a.txt.nimbus uploaded") {
+            if (try? PlaceholderFiles.read(d.local + "/a.txt")) != cloudBytes { return "local a.txt is not the cloud's" }
+            if (try? PlaceholderFiles.read(d.cloud + "/a.txt.nimbus")) != Array("mine\n".utf8) { return "cloud a.txt.nimbus is not the user's" }
+            return nil
+        }
+        try await d.settle()
+        #expect(try PlaceholderFiles.read(d.local + "/a.txt.nimbus") == Array("mine\n".utf8))
+        #expect(try PlaceholderFiles.read(d.cloud + "/a.txt") == cloudBytes)
+        #expect(try await d.ctlJSON(["info", "a.txt"])["state"] as? String == "downloaded")
+        let names = RealNamePlaceholderDaemonTests.run("ls -A '\(d.local)'").output
+        #expect(!names.contains("conflict"), "nothing was moved to a conflict name: \(names)")
+    }
 }

@@ -21,9 +21,9 @@ private func file(size: Int64, inode: UInt64, device: UInt64 = 1, mtime: Int64 =
     var sparseFile: FileMetadata { file(size: 7, inode: 41) }
     let mine = file(size: 4, inode: 50, mtime: 1_800_000_000_000_000_000)
 
-    func journal(_ placeholder: FileMetadata) -> (RecordsModel, [RelativePath: BaseEntry]) {
+    func journal(_ placeholder: FileMetadata, at name: String = "x") -> (RecordsModel, [RelativePath: BaseEntry]) {
         let base = BaseEntry(local: placeholder, cloud: cloudX)
-        return (RecordsModel(records: [rp("x"): PlaceholderRecord(base: base, isPlaceholder: true)]), [rp("x"): base])
+        return (RecordsModel(records: [rp(name): PlaceholderRecord(base: base, isPlaceholder: true)]), [rp(name): base])
     }
 
     func fold(_ style: PlaceholderStyle, recorded: FileMetadata, local: [String: FileMetadata],
@@ -84,6 +84,11 @@ private func file(size: Int64, inode: UInt64, device: UInt64 = 1, mtime: Int64 =
         #expect(result.withheld == [rp("x")])
         #expect(result.local == [rp("x.nimbus"): mine], "x.nimbus is reconciled as the file it is")
         #expect(result.placeholders.isEmpty)
+        let tooLong = String(repeating: "n", count: 250)
+        let (records, base) = journal(sparseFile, at: tooLong)
+        let noName = foldPlaceholders(style: .suffix, scope: [.root], base: base, local: [rp(tooLong): found], cloud: [rp(tooLong): cloudX],
+                                      records: records, namer: namer)
+        #expect(noName.repairs == [.copy(rp(tooLong), to: .local, source: cloudX, replacing: found)], "no suffix name: downloaded too")
         let free = fold(.suffix, recorded: sparseFile, local: ["x": found])
         #expect(free.repairs == [.convertPlaceholder(rp("x"), to: .suffix, expected: found, cloud: cloudX)])
         #expect(free.local.isEmpty)

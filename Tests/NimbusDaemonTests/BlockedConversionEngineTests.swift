@@ -14,12 +14,13 @@ import NimbusSystem
 
     /// Cloud `x` shown as `x.nimbus` by a suffix-style daemon, then `mine` written at `x`
     /// while no daemon ran.
-    func suffixPairWithXTaken(_ mine: String = "mine") throws -> Fixture {
+    /// With `asFolder`, the user's `x` is a folder holding `x/inside`.
+    func suffixPairWithXTaken(asFolder: Bool = false) throws -> Fixture {
         let f = Fixture()
         try f.pair.cloud.write(rp("x"), Array("cloud x".utf8))
         f.restarted(style: .suffix, marker: nil).start()
         #expect(f.pair.local.snapshot()[rp("x.nimbus")] != nil)
-        try f.pair.local.write(rp("x"), Array(mine.utf8))
+        try f.pair.local.write(rp(asFolder ? "x/inside" : "x"), Array("mine".utf8))
         return f
     }
 
@@ -63,6 +64,19 @@ import NimbusSystem
         #expect(f.pair.store.writes == written, "settled: a pass does nothing")
     }
 
+    /// A folder the user made at `x` wins the same way: the cloud's file `x` is versioned,
+    /// the folder and what it holds uploaded, the placeholder gone.
+    @Test func suffixToRealNamesAFolderAtXWinsToo() throws {
+        let f = try suffixPairWithXTaken(asFolder: true)
+        let (engine, _) = realName(f)
+        engine.start()
+        #expect(cloudNames(f) == ["x", "x/inside"])
+        #expect(f.pair.content(f.pair.cloud, "x/inside") == "mine")
+        #expect(try engine.versions(of: rp("x")).count == 1, "the cloud's file x is kept in the versions store")
+        #expect(f.pair.local.snapshot()[rp("x.nimbus")] == nil)
+        #expect(engine.entry(rp("x/inside"))?.state == .downloaded)
+    }
+
     /// Fails on the code before: the placeholder's text was uploaded as a file `x.nimbus`.
     @Test func suffixToRealNamesWithTheCloudChangedMeanwhileIsAConflictThatKeepsBoth() throws {
         let f = try suffixPairWithXTaken()
@@ -84,19 +98,29 @@ import NimbusSystem
     /// The name freed before any pass settled it (the blocked start, then the user's `x`
     /// removed): the conversion completes in the next pass, nothing downloaded or uploaded;
     /// a restart after that finds nothing to convert.
-    @Test func suffixToRealNamesTheConversionCompletesOnceXIsFree() throws {
+    /// The user's `x` removed, or renamed to `y` (then a new file, uploaded).
+    @Test(arguments: [false, true])
+    func suffixToRealNamesTheConversionCompletesOnceXIsFree(_ renamed: Bool) throws {
         let f = try suffixPairWithXTaken()
-        let cloudBefore = f.pair.cloud.syncedView()
+        var cloudAfter = f.pair.cloud.syncedView()
         let (engine, marker) = realName(f)
         #expect(engine.preparePlaceholders() == 0, "blocked: x is the user's")
         #expect(f.pair.local.snapshot()[rp("x.nimbus")] != nil)
-        try f.pair.local.removeFile(rp("x"))
+        if renamed {
+            try f.pair.local.rename(rp("x"), to: rp("y"), replacing: false)
+        } else {
+            try f.pair.local.removeFile(rp("x"))
+        }
         f.pair.clock.advance(by: .seconds(1))
         engine.sync(nil)
         #expect(f.isHoles("x") && marker.isPlaceholder(rp("x")))
         #expect(f.pair.local.snapshot()[rp("x.nimbus")] == nil)
         #expect(engine.entry(rp("x"))?.state == .notDownloaded)
-        #expect(f.pair.cloud.syncedView() == cloudBefore)
+        if renamed {
+            #expect(f.pair.content(f.pair.cloud, "y") == "mine")
+            cloudAfter[rp("y")] = f.pair.cloud.syncedView()[rp("y")]
+        }
+        #expect(f.pair.cloud.syncedView() == cloudAfter)
         let (again, _) = realName(f)
         #expect(again.preparePlaceholders() == 0)
         marker.open(rp("x")).map(engine.applyHydration)
