@@ -28,9 +28,15 @@ func foldPlaceholdersOfTheOtherStyle(_ fold: inout PlaceholderFold, style: Place
                                      cloud: [RelativePath: FileMetadata], records: some PlaceholderRecords,
                                      contents: [RelativePath: PlaceholderFileContents]) {
     let other: PlaceholderStyle = style == .suffix ? .realName : .suffix
-    for path in base.keys.sorted() {
+    // The other style's file of a placeholder is rarely there: only those are sorted (for
+    // the order of the repairs), not every path of the pass.
+    let candidates = base.keys.filter { path in
         guard let record = records.placeholderRecord(at: path), record.isPlaceholder, let old = other.file(for: path),
-              let found = fold.local[old], found.kind == .file, found.inode == record.base.local.inode,
+              let found = fold.local[old] else { return false }
+        return found.kind == .file && found.inode == record.base.local.inode
+    }
+    for path in candidates.sorted() {
+        guard let record = records.placeholderRecord(at: path), let old = other.file(for: path), let found = fold.local[old],
               !fold.withheld.contains(old), !fold.withheld.contains(path),
               isWritten(in: other, path, record, found: found, file: old, contents, &fold) == true else { continue }
         let recorded = record.base.local
