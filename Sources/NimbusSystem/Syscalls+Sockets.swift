@@ -13,21 +13,15 @@ extension Sys {
         try retrying { Glibc.socket(AF_UNIX, Int32(type.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
     }
 
-    /// Starts connecting `fd` to `address`. Not retried on `EINTR`: an interrupted connect
-    /// goes on in the background and a second call says `EALREADY`, so the caller gets
-    /// `EINTR` and waits for writability instead (`connectionResult`).
-    /// The corresponding C function is `connect`.
+    /// Connects `fd` to `address`. Not retried here on `EINTR`: the caller decides, with its
+    /// deadline (for a Unix socket, an interrupted connect left nothing under way, so it
+    /// connects again). In debug builds `SyscallFaults` can interrupt it as it does the calls
+    /// made through `retrying`. The corresponding C function is `connect`.
     static func connect(_ fd: Int32, _ address: UnsafePointer<sockaddr>, _ length: socklen_t) throws {
+        #if DEBUG
+        if SyscallFaults.interruptsThisAttempt() { throw Errno.interrupted }
+        #endif
         try check(Glibc.connect(fd, address, length))
-    }
-
-    /// The outcome of a connect that went on in the background: 0, or the errno it ended
-    /// with. The corresponding C function is `getsockopt(SO_ERROR)`.
-    static func connectionResult(_ fd: Int32) throws -> Int32 {
-        var problem: Int32 = 0
-        var length = socklen_t(MemoryLayout<Int32>.size)
-        _ = try retrying { Glibc.getsockopt(fd, SOL_SOCKET, SO_ERROR, &problem, &length) }
-        return problem
     }
 
     /// Bounds how long a blocking send on `fd` waits for room, and on a Unix stream socket

@@ -12,8 +12,8 @@ import NimbusVocabulary
 
 /// Runs one system call until it returns something other than -1 or fails with something
 /// other than `EINTR` (a signal arrived before it could finish: run it again), and throws
-/// that failure. The one place EINTR is retried; `close` and `connect`, which must not be
-/// retried, do not come here.
+/// that failure. The one place EINTR is retried; `close` (which must not be retried) and
+/// `connect` (retried by its caller, within its deadline) do not come here.
 @inline(__always)
 func retrying<T: FixedWidthInteger>(_ body: () -> T) throws -> T {
     while true {

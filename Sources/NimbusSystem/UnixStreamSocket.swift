@@ -24,23 +24,13 @@ public struct UnixStreamSocket: Sendable {
     /// Connects to the socket at `path`; the result is blocking. With `timeout`, a listener
     /// whose backlog stays full (a daemon that does not accept) makes this fail with `EAGAIN`
     /// (`Errno.wouldBlock`) once `timeout` has passed, instead of waiting for as long as it
-    /// takes; sends on the result are then bounded by it too (`SO_SNDTIMEO`).
+    /// takes (after an interrupting signal it connects again, so up to twice that); sends on
+    /// the result are then bounded by it too (`SO_SNDTIMEO`).
     /// The C function is `connect`.
     public static func connect(to path: String, timeout: Duration? = nil) throws -> UnixStreamSocket {
         let socket = try makeSocket(for: path)
         do {
-            if let timeout { try attributing("setsockopt", path) { try Sys.setSendTimeout(socket.descriptor.rawValue, timeout) } }
-            try attributing("connect", path) {
-                try withSocketAddress(path) { address, length in
-                // connect(2) interrupted by a signal keeps connecting in the background: wait
-                // for it with poll instead of calling connect again (which says EALREADY).
-                    do {
-                        try Sys.connect(socket.descriptor.rawValue, address, length)
-                    } catch let error as Errno where error == .interrupted {
-                        try socket.waitUntilConnected(timeout: timeout)
-                    }
-                }
-            }
+            try socket.connect(timeout: timeout)
         } catch {
             socket.close()
             throw error
@@ -55,9 +45,7 @@ public struct UnixStreamSocket: Sendable {
         let socket = try makeSocket(for: path)
         do {
             try socket.setNonBlocking(true)
-            try attributing("connect", path) {
-                try withSocketAddress(path) { address, length in try Sys.connect(socket.descriptor.rawValue, address, length) }
-            }
+            try socket.connect(timeout: nil)
         } catch {
             socket.close()
             throw error
@@ -65,16 +53,32 @@ public struct UnixStreamSocket: Sendable {
         return socket
     }
 
+    /// connect(2) to `path`, with each wait for room in a full backlog bounded by `timeout`
+    /// (`SO_SNDTIMEO`, then `EAGAIN`); no new attempt after it has passed.
+    private func connect(timeout: Duration?) throws {
+        let deadline = timeout.map { ContinuousClock.now + $0 }
+        try attributing("connect", path) {
+            if let timeout { try Sys.setSendTimeout(descriptor.rawValue, timeout) }
+            try withSocketAddress(path) { address, length in
+                while true {
+                    do {
+                        return try Sys.connect(descriptor.rawValue, address, length)
+                    } catch let error as Errno where error == .interrupted {
+                        // A signal came while the connect waited for room in the backlog.
+                        // Unlike TCP's, a Unix connect leaves nothing under way then (poll
+                        // would say "writable" at once, and the socket is not connected):
+                        // connect again, while there is time.
+                        if let deadline, ContinuousClock.now >= deadline { throw Errno.wouldBlock }
+                    }
+                }
+            }
+        }
+    }
+
     /// Waits up to `timeout` (nil: no limit) until the socket is ready for `events` (or hung
     /// up); false when the time ran out. The C function is `poll`.
     public func wait(for events: PollEvents, timeout: Duration?) throws -> Bool {
         try attributing("poll", path) { try Sys.poll(descriptor.rawValue, events.rawValue, timeout) }
-    }
-
-    private func waitUntilConnected(timeout: Duration?) throws {
-        guard try Sys.poll(descriptor.rawValue, Int16(POLLOUT), timeout) else { throw Errno.wouldBlock }
-        let problem = try Sys.connectionResult(descriptor.rawValue)
-        if problem != 0 { throw Errno(rawValue: problem) }
     }
 
     /// A non-blocking listening socket at `path`, mode 0600. A socket file already there is

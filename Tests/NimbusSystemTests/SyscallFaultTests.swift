@@ -56,6 +56,34 @@ import Testing
         #expect(faults.interruptions == 2)
     }
 
+    /// A Unix connect interrupted by a signal left nothing under way: it is made again. (It
+    /// used to wait for "writable", which an unconnected Unix socket is at once, and hand back
+    /// a socket that was not connected: the first send failed with ENOTCONN.)
+    @Test func anInterruptedConnectIsMadeAgain() throws {
+        try Scratch.with { scratch in
+            let path = scratch.path.appending("live.sock").description
+            let listener = try UnixStreamSocket.listen(at: path)
+            defer { listener.close() }
+            let faults = SyscallFaults(interruptEveryCall: true)
+            let clients = try faults.inject {
+                [try UnixStreamSocket.connect(to: path), try UnixStreamSocket.connect(to: path, timeout: .seconds(10)),
+                 try UnixStreamSocket.connectNonBlocking(to: path)]
+            }
+            defer { for client in clients { client.close() } }
+            #expect(faults.interruptions >= 3)
+            for (index, client) in clients.enumerated() {
+                try client.sendAll([UInt8(index)])
+                #expect(try listener.wait(for: .readable, timeout: .seconds(10)))
+                let accepted = try #require(try listener.accept())
+                defer { accepted.close() }
+                #expect(try accepted.wait(for: .readable, timeout: .seconds(10)))
+                var byte: [UInt8] = [99]
+                #expect(try byte.withUnsafeMutableBytes { try accepted.receive(into: $0) } == 1)
+                #expect(byte == [UInt8(index)], "the connections are accepted in the order they were made")
+            }
+        }
+    }
+
     @Test func socketSendAllCompletesUnderShortSends() throws {
         try Scratch.with { scratch in
             let path = scratch.path.appending("socket").description
