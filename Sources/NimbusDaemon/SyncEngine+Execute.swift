@@ -180,6 +180,9 @@ extension SyncEngine {
             if source.kind == .directory, try setFolderMode(path, on: side, source: source, expected: expected) { return }
             let isSymlink = source.kind == .symlink
             try system(side).setAttributes(path, mode: isSymlink ? nil : source.mode, mtime: isSymlink ? source.mtime : nil)
+            // Flushed before the commit that records it: a chmod lost in a crash, under a record
+            // that says it was made, would be taken for a change back and propagated.
+            if !isSymlink { state.withLock { $0.modesAwaitFlush.insert(side) } }
             try recordWrite(path, on: side, source: source)
         case .record(let path, let l, let c, let hash):
             let base = BaseEntry(local: l, cloud: c, hash: hash, isAmbiguous: isFresh(l))

@@ -151,6 +151,23 @@ import NimbusVocabulary
         #expect(crashesWhileLent > 0 || direction == .download, "some crash struck while f was lent 0644")
     }
 
+    /// A mode a pass sets (a chmod propagated, a folder's mode set back) is durable before
+    /// the journal's commit that records it: lost in a crash under a record that says it was
+    /// made, the old mode would be taken for a change back and propagated. Before, nothing
+    /// flushed it (only a batch of copies flushes its folders).
+    @Test(arguments: [("up/a", UInt32(0o444)), ("up", UInt32(0o555))])
+    func aModeSetByAPassIsDurableBeforeTheCommitThatRecordsIt(_ path: String, mode: UInt32) throws {
+        let pair = UploadingPair(sameFilesystem: false)
+        pair.engine.start()
+        pair.clock.advance(by: .seconds(1))
+        try pair.local.base.setAttributes(rp(path), mode: mode, mtime: nil)
+        let (flushed, commits) = (pair.cloud.calls(.synchronize), pair.store.flushesAtCommits.count)
+        pair.engine.sync(nil)
+        #expect(try pair.cloud.base.metadata(of: rp(path))?.mode == mode)
+        let commit = try #require(pair.store.flushesAtCommits.dropFirst(commits).first, "the mode is recorded")
+        #expect(commit.cloud > flushed, "the cloud folder was flushed after the chmod, before the commit")
+    }
+
     /// A mode set by the user while the folder was lent (here after the crash, before the
     /// start) is theirs: the start leaves it, and it reaches the other side.
     @Test func aModeTheUserSetMeanwhileIsLeftAndPropagated() throws {

@@ -71,7 +71,7 @@ import NimbusVocabulary
 
 /// A pair whose first sync uploads a few files in one batch, its folders on one filesystem
 /// or on two, with a journal that notes how often each folder was flushed at each commit.
-private struct UploadingPair {
+struct UploadingPair {
     static let names = ["a", "b", "c"]
     let clock = ManualClock()
     let local: FaultyFileSystem<MemoryFileSystem>
@@ -100,7 +100,7 @@ private struct UploadingPair {
 
 /// `MemoryRecordStore`, noting the flushes made so far at each commit that wrote records.
 /// Who owns what: the engine's thread, as `MemoryRecordStore`.
-private final class FlushNotingStore: RecordStore, @unchecked Sendable {
+final class FlushNotingStore: RecordStore, @unchecked Sendable {
     let memory = MemoryRecordStore()
     let flushes: () -> (local: Int, cloud: Int)
     private(set) var flushesAtCommits: [(local: Int, cloud: Int)] = []
