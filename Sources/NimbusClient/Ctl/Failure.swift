@@ -60,10 +60,11 @@ struct Failure: Error, Equatable, Sendable {
 
     /// Three lines for stderr; "error:" in red when colour is on.
     func human(color: Bool) -> String {
-        let subject = path.map { "\($0): " } ?? ""
-        return Paint.red.apply("error:", enabled: color) + " " + subject + message + "\n"
-            + "  reason: " + reason + "\n"
-            + "  " + Paint.bold.apply("suggestion:", enabled: color) + " " + suggestion
+        // The path, and the daemon's words about it, may hold a file name's control characters.
+        let subject = path.map { "\(TerminalText.printable($0)): " } ?? ""
+        return Paint.red.apply("error:", enabled: color) + " " + subject + TerminalText.printable(message) + "\n"
+            + "  reason: " + TerminalText.printable(reason) + "\n"
+            + "  " + Paint.bold.apply("suggestion:", enabled: color) + " " + TerminalText.printable(suggestion)
     }
 
     /// `{"error": {...}}` on one line.

@@ -133,7 +133,7 @@ extension Session {
                           suggestion: "make it executable (chmod +x \(file)) or run it through its interpreter",
                           exitCode: 126)
         }
-        let shown = path.isEmpty ? "the whole synced folder" : path
+        let shown = path.isEmpty ? "the whole synced folder" : TerminalText.printable(path)
         let lease: AcquireResult
         do {
             lease = try await connection.acquire(path, mode: shared ? .shared : .exclusive, timeout: wait)

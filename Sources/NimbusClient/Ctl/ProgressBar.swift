@@ -13,7 +13,7 @@ enum ProgressBar {
         var barWidth = min(30, max(0, room - DisplayWidth.of(tail) - 16))
         if barWidth < 5 { barWidth = 0 }
         let labelRoom = max(1, room - DisplayWidth.of(tail) - (barWidth > 0 ? barWidth + 4 : 0))
-        let shownLabel = shorten(label, to: labelRoom)
+        let shownLabel = shorten(TerminalText.printable(label), to: labelRoom)
         let bar = barWidth > 0 ? "  [" + cells(fraction, width: barWidth) + "]" : ""
         return shownLabel + bar + tail
     }

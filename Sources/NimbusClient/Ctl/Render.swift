@@ -157,7 +157,7 @@ enum Render {
     }
 
     static func versions(_ versions: [VersionInfo], of path: String, _ c: RenderContext) -> String {
-        guard !versions.isEmpty else { return "No previous versions of \(path) are kept." }
+        guard !versions.isEmpty else { return "No previous versions of \(TerminalText.printable(path)) are kept." }
         var table = Table([.left, .right, .left, .left])
         table.add([Table.Cell("VERSION", .dim), Table.Cell("SIZE", .dim), Table.Cell("MODIFIED", .dim), ""])
         for version in versions {
@@ -169,7 +169,7 @@ enum Render {
 
     /// Every version kept (`versions --all`): file, version, size, when written; then the total.
     static func allVersions(_ versions: [VersionInfo], under folder: String, _ c: RenderContext) -> String {
-        let place = folder.isEmpty ? "" : " in \(folder)"
+        let place = folder.isEmpty ? "" : " in \(TerminalText.printable(folder))"
         guard !versions.isEmpty else { return "No previous versions are kept\(place)." }
         var table = Table([.left, .left, .right, .left])
         table.add([Table.Cell("FILE", .dim), Table.Cell("VERSION", .dim), Table.Cell("SIZE", .dim), Table.Cell("MODIFIED", .dim)])
@@ -186,19 +186,20 @@ enum Render {
 
     /// What `restore` brought back, or would (`--dry-run`).
     static func restored(_ r: RestoreResult, _ c: RenderContext) -> String {
+        let path = TerminalText.printable(r.path)
         if r.files.count == 1, r.files[0].path == r.path {
             let file = r.files[0]
-            return (r.dryRun ? "Would restore" : "Restored") + " version \(file.version) of \(r.path)"
-                + (file.restoredTo == r.path ? "" : " as \(file.restoredTo)")
+            return (r.dryRun ? "Would restore" : "Restored") + " version \(TerminalText.printable(file.version)) of \(path)"
+                + (file.restoredTo == r.path ? "" : " as \(TerminalText.printable(file.restoredTo))")
                 + (r.dryRun ? "." : ". It is in the cloud folder now and syncs here like any change.")
         }
-        guard !r.files.isEmpty else { return "Nothing to restore in \(r.path): every file is as it was then." }
+        guard !r.files.isEmpty else { return "Nothing to restore in \(path): every file is as it was then." }
         var table = Table([.left, .right, .left])
         for file in r.files {
             table.add([Table.Cell(file.restoredTo), Table.Cell(Format.size(file.size)), Table.Cell("version \(file.version)", .dim)])
         }
-        let head = (r.dryRun ? "Would restore " : "Restored ") + Format.count(r.files.count, "file") + " of \(r.path)"
-            + (r.restoredTo == r.path ? "" : " into \(r.restoredTo)") + ":"
+        let head = (r.dryRun ? "Would restore " : "Restored ") + Format.count(r.files.count, "file") + " of \(path)"
+            + (r.restoredTo == r.path ? "" : " into \(TerminalText.printable(r.restoredTo))") + ":"
         let tail = r.dryRun ? "\n\nNothing was changed. Restore them with the same command without --dry-run."
                             : "\n\nThey are in the cloud folder now and sync here like any change."
         return head + "\n" + table.render(color: c.color) + tail
@@ -208,7 +209,8 @@ enum Render {
 
     /// One line per event; nil for those too chatty to show (the syncing and idle phases). A
     /// type this version does not know (a newer daemon's) is shown by its name.
-    static func event(_ e: EventParams, _ c: RenderContext) -> String? {
+    static func event(_ event: EventParams, _ c: RenderContext) -> String? {
+        let e = event.printable
         let time = c.paint(c.localClock(e.timeNs), .dim)
         let path = e.path ?? ""
         switch e.type {
@@ -244,7 +246,7 @@ enum Render {
             let who = e.program.map { "\($0) opened \(path)" } ?? "the last was \(path)"
             let limit = e.limit.map { " = \($0) a minute" } ?? ""
             return "\(time)  \(c.paint("✗", .red)) not-downloaded files opened faster than open-rate-limit\(limit) (\(who)): "
-                + "such opens fail for now; " + c.cite("download", path) + " fetches what you need"
+                + "such opens fail for now; " + c.cite("download", event.path ?? "") + " fetches what you need"
         case "overflow":
             return "\(time)  some events were dropped; " + c.cite("ls", "-r") + " shows the current state"
         default:

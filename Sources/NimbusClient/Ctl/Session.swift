@@ -115,11 +115,12 @@ struct Session: Sendable {
     }
 
     func resolvedText(_ result: ResolveResult) -> String {
-        switch result.kept {
-        case "local": "Kept this device's version of \(result.path); the cloud's is among its versions."
-        case "cloud": "Kept the cloud's version of \(result.path); this device's is among its versions: see "
+        let path = TerminalText.printable(result.path)
+        return switch result.kept {
+        case "local": "Kept this device's version of \(path); the cloud's is among its versions."
+        case "cloud": "Kept the cloud's version of \(path); this device's is among its versions: see "
             + context.cite("versions", result.path) + "."
-        default: "Kept both versions of \(result.path); the conflict copy stays a file of its own."
+        default: "Kept both versions of \(path); the conflict copy stays a file of its own."
         }
     }
 

@@ -7,8 +7,10 @@ struct Table {
         var text: String
         var paint: Paint?
 
+        /// `text` may come from outside (a file name): its control characters are shown
+        /// escaped (`TerminalText`), so a cell is always one line the terminal only displays.
         init(_ text: String, _ paint: Paint? = nil) {
-            self.text = text
+            self.text = TerminalText.printable(text)
             self.paint = paint
         }
 
