@@ -1,5 +1,6 @@
 import FoundationEssentials
 import NimbusSystem
+import NimbusVocabulary
 
 /// Log lines to stderr: plain when run by hand, with `<N>` syslog priority prefixes when
 /// stderr is connected to the journal (systemd sets `JOURNAL_STREAM`).
@@ -41,8 +42,15 @@ public final class Logger: Sendable {
     public func log(_ level: Level, _ message: @autoclosure () -> String) {
         guard let threshold, level <= threshold else { return }
         if let sink { return sink(level, message()) }
-        let line = journald ? "<\(level.rawValue)>\(message())\n" : "nimbusd: \(level == .info || level == .notice ? "" : "\(level.name): ")\(message())\n"
-        ProcessSupport.write(line, toStandardError: true)
+        ProcessSupport.write(line(level, message()), toStandardError: true)
+    }
+
+    /// One line, whatever the message holds: a file name's newline would start a line of its
+    /// own, which the journal reads with the priority it begins with (`<0>`: an emergency,
+    /// sent to every terminal), and its escape sequences would reach whoever reads the log.
+    func line(_ level: Level, _ message: String) -> String {
+        let text = printableText(message)
+        return journald ? "<\(level.rawValue)>\(text)\n" : "nimbusd: \(level == .info || level == .notice ? "" : "\(level.name): ")\(text)\n"
     }
 
     public func error(_ m: @autoclosure () -> String) { log(.error, m()) }

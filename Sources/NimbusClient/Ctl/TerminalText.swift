@@ -1,4 +1,5 @@
 import NimbusProtocol
+import NimbusVocabulary
 
 /// Text from outside nimbusctl (file names, the daemon's messages) made safe to print for
 /// people. A Linux name may hold any byte but `/` and NUL: a newline would split a row of
@@ -7,25 +8,11 @@ import NimbusProtocol
 /// control character (C0, DEL and C1) is shown as `\xNN`, as the bytes of a name that is not
 /// UTF-8 already are (WirePath); `--json` keeps every name exact.
 enum TerminalText {
-    static func printable(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: isControl) else { return text }
-        var result = ""
-        for scalar in text.unicodeScalars {
-            if isControl(scalar) {
-                let hex = String(scalar.value, radix: 16, uppercase: true)
-                result += "\\x" + (hex.count == 1 ? "0" + hex : hex)
-            } else {
-                result.unicodeScalars.append(scalar)
-            }
-        }
-        return result
-    }
+    static func printable(_ text: String) -> String { printableText(text) }
 
-    static func printable(_ text: String?) -> String? { text.map { printable($0) } }
+    static func printable(_ text: String?) -> String? { text.map { printableText($0) } }
 
-    static func isControl(_ scalar: Unicode.Scalar) -> Bool {
-        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
-    }
+    static func isControl(_ scalar: Unicode.Scalar) -> Bool { isControlCharacter(scalar) }
 }
 
 extension EventParams {
