@@ -34,9 +34,13 @@ extension SyncEngine {
 
     /// Plain English: what failed, why, and what to do.
     static func explain(_ error: any Error, action: Action) -> String {
-        let side = action.side.map { "the \($0) folder" } ?? "the journal"
-        let what = "\(action.path) in \(side)"
-        guard let e = error as? SystemError else { return "cannot sync \(what): \(error)" }
+        guard let e = error as? SystemError else {
+            return "cannot sync \(action.path) in \(action.side.map { "the \($0) folder" } ?? "the journal"): \(error)"
+        }
+        // A copy's side is where it writes; opening or reading the file it copies failed on
+        // the other side (an unreadable local file is not a problem of the cloud folder's).
+        let side = sourceSide(of: e, action) ?? action.side
+        let what = "\(action.path) in \(side.map { "the \($0) folder" } ?? "the journal")"
         switch e.errno {
         case .noSpace, .quotaExceeded:
             return "cannot write \(what): the disk is full. Free some space; sync resumes by itself."
@@ -51,5 +55,13 @@ extension SyncEngine {
         default:
             return "cannot \(e.operation) \(what): \(e.errno). Sync retries by itself."
         }
+    }
+
+    /// The side a copy reads from, when `error` is its open or read of the file it copies
+    /// (the same relative path, on the other side: see `Copier.prepare`); else nil.
+    static func sourceSide(of error: SystemError, _ action: Action) -> Side? {
+        guard case .copy(let path, let target, _, _) = action, ["open", "read"].contains(error.operation),
+              error.path == path.description else { return nil }
+        return target.other
     }
 }
