@@ -56,7 +56,8 @@ extension ControlHandler {
                             versionsCount: status.versionsCount, versionsBytes: status.versionsBytes,
                             placeholderStyle: setup.placeholderStyle?.wireName, placeholderStyleReason: setup.placeholderStyle?.reason,
                             cloudFilesystem: status.cloudCapabilities.map { Self.describe($0, status.cloudWriteProtocol) },
-                            keptDeletes: status.heldDeletes > 0 && status.keptDeletes > 0 ? status.keptDeletes : nil)
+                            keptDeletes: status.heldDeletes > 0 && status.keptDeletes > 0 ? status.keptDeletes : nil,
+                            journalError: status.journalError)
     }
 
     static func describe(_ c: FilesystemCapabilities, _ p: WriteProtocol) -> CloudFilesystem {

@@ -63,6 +63,9 @@ public struct EngineStatus: Sendable {
     public var bytesCopied: Int64 = 0
     public var filesCopied = 0
     public var lastError: String?
+    /// Why the journal cannot be written now (nil once a commit succeeds): sync goes on, but
+    /// nothing it does is recorded, so the user must hear of it, not only the log.
+    public var journalError: String?
     /// The versions store as last counted (at start, after each prune) plus what was added
     /// since: how many versions, and their bytes.
     public var versionsCount = 0

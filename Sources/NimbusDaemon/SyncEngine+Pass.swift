@@ -188,7 +188,10 @@ extension SyncEngine {
             return holdCommit("cannot write the journal: \(error). Sync continues and the journal is tried again after a pause "
                 + "that grows up to 5 minutes; changes since the last successful write will be re-checked at the next start.")
         }
-        if let failures = state.withLock({ s in defer { s.heldCommit = nil }; return s.heldCommit?.failures }) {
+        if let failures = state.withLock({ s in
+            defer { s.heldCommit = nil; s.status.journalError = nil }
+            return s.heldCommit?.failures
+        }) {
             log.notice("the journal is written again, after \(failures) failed \(failures == 1 ? "try" : "tries")")
         }
     }
@@ -208,6 +211,7 @@ extension SyncEngine {
         let failures = state.withLock { s in
             let failures = (s.heldCommit?.failures ?? 0) + 1
             s.heldCommit = (clock.monotonicNow + Self.retryDelay(attempt: failures), failures)
+            s.status.journalError = problem
             return failures
         }
         if failures == 1 { log.error(problem) } else { log.debug("failed again (try \(failures)): \(problem)") }

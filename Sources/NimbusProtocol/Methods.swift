@@ -92,6 +92,8 @@ public struct StatusResult: Codable, Sendable, Equatable {
     public var filesCopied: Int
     /// The last sync error since start, if any.
     public var lastError: String?
+    /// While the journal cannot be written: why. Sync goes on, but nothing is recorded.
+    public var journalError: String?
     /// Paths whose last operation failed and is being retried (state `error`) now.
     public var errors: Int?
     /// The versions store (`<cloud>/.nimbus/versions`): how many versions and their bytes.
@@ -117,7 +119,8 @@ public struct StatusResult: Codable, Sendable, Equatable {
                 cloudRoot: String, deviceName: String, daemonVersion: String, startedAtNs: Int64, clients: Int,
                 errors: Int = 0, versionsCount: Int = 0, versionsBytes: Int64 = 0,
                 placeholderStyle: String? = nil, placeholderStyleReason: String? = nil,
-                cloudFilesystem: CloudFilesystem? = nil, keptDeletes: Int? = nil) {
+                cloudFilesystem: CloudFilesystem? = nil, keptDeletes: Int? = nil, journalError: String? = nil) {
+        self.journalError = journalError
         self.cloudFilesystem = cloudFilesystem
         self.keptDeletes = keptDeletes
         self.phase = phase
@@ -144,10 +147,11 @@ public struct StatusResult: Codable, Sendable, Equatable {
         self.placeholderStyleReason = placeholderStyleReason
     }
 
-    /// Whether something needs the user: a halted pair, held deletions, conflicts, errors, a
-    /// pause. `nimbusctl status` exits 1 then, 0 when all is in sync or syncing by itself.
+    /// Whether something needs the user: a halted pair, a journal that cannot be written, held
+    /// deletions, conflicts, errors, a pause. `nimbusctl status` exits 1 then, 0 when all is in
+    /// sync or syncing by itself.
     public var needsAttention: Bool {
-        phase == "halted" || paused || heldDeletes > 0 || conflicts > 0 || (errors ?? 0) > 0
+        phase == "halted" || journalError != nil || paused || heldDeletes > 0 || conflicts > 0 || (errors ?? 0) > 0
     }
 }
 

@@ -108,6 +108,11 @@ struct RenderTests {
         instance.reach = ["--instance", "work"]
         #expect(Render.status(status, instance).hasPrefix("● Needs you: 6247 deletions held by the safety guard; decide with "
                                                           + "nimbusctl --instance work confirm-deletes or nimbusctl --instance work revert-deletes\n"))
+        // A journal that cannot be written comes before held deletions: nothing is recorded.
+        status.journalError = "cannot write the journal: append to /s/journal.log: Operation not permitted"
+        let unrecorded = Render.status(status, plain)
+        #expect(unrecorded.hasPrefix("● Needs you: the journal cannot be written; "), "\(unrecorded)")
+        #expect(unrecorded.contains("  Journal    cannot write the journal: append to /s/journal.log: Operation not permitted"), "\(unrecorded)")
         status.phase = "halted"
         status.reason = "The cloud folder /c cannot be opened"
         #expect(Render.status(status, plain).hasPrefix("● Stopped: The cloud folder /c cannot be opened\n"))
@@ -117,6 +122,8 @@ struct RenderTests {
                               startedAtNs: ns(60), clients: 1)
         #expect(Render.status(status, plain).hasPrefix("● Syncing\n"))
         #expect(!status.needsAttention, "an error of the past that is retried no more does not need the user")
+        status.journalError = "cannot write the journal"
+        #expect(status.needsAttention, "a journal that cannot be written needs the user: nothing is recorded")
     }
 
     /// Every command printed for pasting survives a shell: names with blanks and quotes are

@@ -31,10 +31,14 @@ import NimbusVocabulary
         pair.local.fail(.synchronize, with: .ioError)
         pair.engine.start()
         #expect(pair.store.flushesAtCommits.isEmpty && pair.store.memory.committed.isEmpty)
+        // What status says meanwhile (it said "Up to date"): sync goes on, nothing is recorded.
+        let held = pair.engine.status.journalError ?? ""
+        #expect(held.contains("cannot flush the local folder"), "status does not say the journal is held: \(held)")
         try pair.local.base.write(rp("up/d"), Array("up d".utf8))
         pair.engine.sync(nil)
         #expect(pair.store.memory.committed[rp("up/a")] != nil, "committed once the local folder was flushed")
         #expect(pair.isSynced)
+        #expect(pair.engine.status.journalError == nil, "the journal works again, and status still says it does not")
     }
 
     /// The local folder cannot be flushed for a while: the held commit is tried again after
@@ -57,6 +61,7 @@ import NimbusVocabulary
         #expect(pauses == [.seconds(1), .seconds(2), .seconds(4)])
         #expect(pair.local.calls(.synchronize) == 4, "the start and three tries")
         #expect(pair.store.memory.committed.isEmpty)
+        #expect(pair.engine.status.journalError != nil, "status does not say the journal is held")
 
         pair.local.removeAllFaults()
         let due = try #require(pair.engine.nextRetry)
@@ -64,6 +69,7 @@ import NimbusVocabulary
         pair.engine.retryCommitIfDue()
         #expect(UploadingPair.names.allSatisfy { pair.store.memory.committed[rp("up/\($0)")] != nil }, "committed once the flush works")
         #expect(pair.engine.nextRetry == nil)
+        #expect(pair.engine.status.journalError == nil)
         let aboutTheJournal = logged.withLock { $0.filter { $0.level == .error || $0.message.contains("journal") } }
         #expect(aboutTheJournal.map(\.level) == [.error, .notice], "one error for the streak, one note when it ends: \(aboutTheJournal)")
     }

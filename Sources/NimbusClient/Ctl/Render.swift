@@ -44,6 +44,9 @@ enum Render {
                        Table.Cell(Format.count(errors, "file") + (errors == 1 ? " failed to sync and is" : " failed to sync and are") + " retried: see "
                                   + c.cite("ls", "-r", "--state", "error"))])
         }
+        if let error = s.journalError {
+            table.add([Table.Cell("Journal", .red), Table.Cell(error)])
+        }
         if let error = s.lastError {
             table.add([Table.Cell("Last error", .red), Table.Cell(error)])
         }
@@ -55,6 +58,10 @@ enum Render {
     static func statusHeadline(_ s: StatusResult, _ c: RenderContext) -> (String, Paint) {
         if s.phase == "halted" {
             return ("Stopped: " + (s.reason ?? "see the daemon's log"), .red)
+        }
+        if s.journalError != nil {
+            return ("Needs you: the journal cannot be written; sync goes on, but a restart would check every change "
+                    + "again (see the Journal line)", .red)
         }
         if s.heldDeletes > 0 {
             return ("Needs you: " + Format.count(s.heldDeletes, "deletion") + " held by the safety guard; decide with "
