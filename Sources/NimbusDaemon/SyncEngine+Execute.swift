@@ -52,6 +52,12 @@ extension SyncEngine {
         defer { preparation?.workers.finish() }
         var again = Set<RelativePath>()
         var stoppedAt = plan.actions.count
+        // Conflicts whose loser could not be moved to its copy's name (a folder nimbusd may
+        // not write to): what the plan does next at either name is skipped, and the path is
+        // tried again with its own growing pause (`handle`). Done, the copy's upload found no
+        // file, and its new retry (at 1 s, under a name new each second) made the conflict
+        // planned, logged and notified again every 2 s for ever.
+        var unmoved: [(path: RelativePath, copy: RelativePath)] = []
         giveFoldersBack(all: true)  // Nothing is lent between two executions; this makes sure.
         for (index, action) in plan.actions.enumerated() {
             heartbeat()
@@ -60,6 +66,10 @@ extension SyncEngine {
             if isStopping {
                 stoppedAt = index
                 break
+            }
+            if unmoved.contains(where: { $0.path.contains(action.path) || $0.copy.contains(action.path) }) {
+                log.debug("skipped, its conflict copy was not made: \(action)")
+                continue
             }
             // A barrier: what runs now may touch what an outstanding copy reads or writes.
             if let preparation, !action.runsBesidePreparedCopies {
@@ -99,6 +109,7 @@ extension SyncEngine {
                 if batch?.count == waiting { clearTransient(action.path) }
                 if staged || batch?.count != waiting { folderModes.withLock { $0.holdAll() } }
             } catch {
+                if case .preserveConflict(let path, let copy, _, _) = action { unmoved.append((path, copy)) }
                 handle(error, for: action, again: &again)
             }
             giveFoldersBack(all: false)
@@ -117,7 +128,8 @@ extension SyncEngine {
         giveFoldersBack(all: true)
         // A pass stopped early records only the conflicts whose copy was made.
         let stopped = performed.actions.count < plan.actions.count
-        for conflict in plan.conflicts where !stopped || existsOnEitherSide(conflict.conflictCopy) {
+        for conflict in plan.conflicts where !unmoved.contains(where: { $0.copy == conflict.conflictCopy })
+            && (!stopped || existsOnEitherSide(conflict.conflictCopy)) {
             updateRecord(conflict.path) { $0.conflictCopy = conflict.conflictCopy }
             publishState(of: conflict.path)
             emit(.conflict(conflict.path, copy: conflict.conflictCopy))
