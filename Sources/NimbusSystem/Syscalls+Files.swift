@@ -20,7 +20,7 @@ extension Sys {
     static func nextDirectoryEntry(_ stream: OpaquePointer) throws -> (name: UnsafePointer<CChar>, type: UInt8)? {
         errno = 0  // readdir returns NULL both at the end and on error; only errno tells them apart.
         guard let entry = readdir(stream) else {
-            if errno != 0 { throw Errno.current }
+            if errno != 0 { throw bugChecked(Errno.current) }
             return nil
         }
         return (UnsafeRawPointer(entry).advanced(by: direntNameOffset).assumingMemoryBound(to: CChar.self), entry.pointee.d_type)
@@ -74,7 +74,7 @@ extension Sys {
     static func fadvise(_ fd: Int32, _ advice: Int32) throws {
         // posix_fadvise returns the error number instead of setting errno.
         let result = posix_fadvise(fd, 0, 0, advice)
-        if result != 0 { throw Errno(rawValue: result) }
+        if result != 0 { throw bugChecked(Errno(rawValue: result)) }
     }
 
     /// The descriptor flags (`FD_CLOEXEC`). The corresponding C function is `fcntl(F_GETFD)`.

@@ -45,22 +45,15 @@ extension Sys {
     /// Turns an open directory descriptor into a stream for `readDirectoryEntry`; the stream
     /// owns the descriptor from then on. The corresponding C function is `fdopendir`.
     static func openDirectoryStream(_ fd: Int32) throws -> OpaquePointer {
-        guard let stream = fdopendir(fd) else { throw Errno.current }
+        guard let stream = fdopendir(fd) else { throw bugChecked(Errno.current) }
         return stream
     }
 
     /// The next entry's name (raw bytes, "." and ".." included) and `d_type`, or nil at the
     /// end. The corresponding C function is `readdir`.
     static func readDirectoryEntry(_ stream: OpaquePointer) throws -> (name: [UInt8], type: UInt8)? {
-        errno = 0  // readdir returns NULL both at the end and on error; only errno tells them apart.
-        guard let entry = readdir(stream) else {
-            if errno != 0 { throw Errno.current }
-            return nil
-        }
-        let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
-        let name = UnsafeRawPointer(entry).advanced(by: nameOffset).assumingMemoryBound(to: CChar.self)
-        let bytes = UnsafeRawBufferPointer(start: name, count: strlen(name))
-        return (Array(bytes), entry.pointee.d_type)
+        guard let (name, type) = try nextDirectoryEntry(stream) else { return nil }
+        return (Array(UnsafeRawBufferPointer(start: name, count: strlen(name))), type)
     }
 
     /// Closes a directory stream and its descriptor. The corresponding C function is `closedir`.
