@@ -97,9 +97,10 @@ public enum Placeholder {
     /// toward zero); such a placeholder is still ours, not a file the user edited.
     public static func matches(_ bytes: [UInt8], for path: RelativePath, cloud: FileMetadata) -> Bool {
         if bytes == contents(for: path, cloud: cloud) { return true }
-        guard cloud.mtime < 0, cloud.mtime % 1_000_000_000 != 0 else { return false }
+        let mtime = WallInstant(mtime: cloud.mtime)
+        guard cloud.mtime < 0, mtime.nanosecondsIntoSecond != 0 else { return false }
         var writtenLate = cloud
-        writtenLate.mtime += 1_000_000_000
+        writtenLate.mtime = (mtime + .seconds(1)).nanoseconds
         return bytes == contents(for: path, cloud: writtenLate)
     }
 }

@@ -50,7 +50,7 @@ public final class HydrationServer: Sendable {
         public var refusedPrograms: Set<String>
         /// Fills a minute (0: every open is refused).
         public var rateLimit: Int
-        /// How long a reader may wait for its fill (ns): past it, the reader gets `EIO` and
+        /// How long a reader may wait for its fill: past it, the reader gets `EIO` and
         /// the fill goes on for the next reader. Documented in nimbus.conf(5) (`fill-timeout`).
         public var fillTimeout: Duration
         /// A fill is an automatic download: it leaves this many bytes free on the local disk

@@ -39,6 +39,6 @@ public final class SystemdNotifier: Sendable {
 
     /// `RELOADING=1` must carry the monotonic time, in microseconds, for `Type=notify-reload`.
     public func reloading(at now: MonotonicInstant) {
-        notify("RELOADING=1\nMONOTONIC_USEC=\(now.nanoseconds / 1_000)")
+        notify("RELOADING=1\nMONOTONIC_USEC=\(now.nanoseconds / Duration.nanosecondsPerMicrosecond)")
     }
 }

@@ -20,12 +20,13 @@ extension FileMetadata {
 // The kernel's times (timespec) meet the engine's nanosecond counts here and only here.
 extension timespec {
     /// Nanoseconds since the clock's origin (the epoch for file times).
-    var nanoseconds: Int64 { Int64(tv_sec) * 1_000_000_000 + Int64(tv_nsec) }
+    var nanoseconds: Int64 { Int64(tv_sec) * Duration.nanosecondsPerSecond + Int64(tv_nsec) }
 
     /// The kernel wants `tv_nsec` in 0..<1 000 000 000 also before 1970: -0.5 s is the second
     /// -1 plus 0.5 s (a negative `tv_nsec` is EINVAL).
     init(nanoseconds: Int64) {
-        let (seconds, fraction) = nanoseconds.quotientAndRemainder(dividingBy: 1_000_000_000)
-        self.init(tv_sec: Int(fraction < 0 ? seconds - 1 : seconds), tv_nsec: Int(fraction < 0 ? fraction + 1_000_000_000 : fraction))
+        let perSecond = Duration.nanosecondsPerSecond
+        let (seconds, fraction) = nanoseconds.quotientAndRemainder(dividingBy: perSecond)
+        self.init(tv_sec: Int(fraction < 0 ? seconds - 1 : seconds), tv_nsec: Int(fraction < 0 ? fraction + perSecond : fraction))
     }
 }

@@ -69,9 +69,12 @@ public struct WallInstant: TimeInstant {
 }
 
 extension Duration {
-    // The one place intervals meet counts of nanoseconds and milliseconds.
-    static let nanosecondsPerSecond: Int64 = 1_000_000_000
-    static let nanosecondsPerMillisecond: Int64 = 1_000_000
+    // The one place intervals meet counts of nanoseconds, microseconds and milliseconds: the
+    // kernel's timespec and systemd's MONOTONIC_USEC convert with these, not with literals.
+    // (Inlinable: every stat's times are converted with them.)
+    @inlinable public static var nanosecondsPerSecond: Int64 { 1_000_000_000 }
+    @inlinable public static var nanosecondsPerMillisecond: Int64 { 1_000_000 }
+    @inlinable public static var nanosecondsPerMicrosecond: Int64 { 1_000 }
     private static let attosecondsPerNanosecond: Int64 = 1_000_000_000
 
     /// Whole nanoseconds, truncated toward zero, saturating at Int64's range (292 years).
