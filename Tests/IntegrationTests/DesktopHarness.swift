@@ -117,9 +117,8 @@ final class DesktopSession {
     func stop() {
         for group in groups.reversed() {
             kill(-group, SIGTERM)
-            let deadline = ContinuousClock.now + .seconds(5)
             var status: Int32 = 0
-            while waitpid(group, &status, WNOHANG) == 0 && ContinuousClock.now < deadline { usleep(10_000) }
+            _ = Polling.spin(timeout: .seconds(5), interval: .milliseconds(10)) { waitpid(group, &status, WNOHANG) != 0 }
             kill(-group, SIGKILL)
             _ = waitpid(group, &status, WNOHANG)
         }

@@ -214,9 +214,7 @@ final class NetworkCloudServers {
         }
         for pid in servers.reversed() {
             kill(pid, SIGTERM)
-            let deadline = ContinuousClock.now + .seconds(5)
-            while kill(pid, 0) == 0 && ContinuousClock.now < deadline { usleep(10_000) }
-            if kill(pid, 0) == 0 { kill(pid, SIGKILL) }
+            if !Polling.spin(timeout: .seconds(5), interval: .milliseconds(10), until: { kill(pid, 0) != 0 }) { kill(pid, SIGKILL) }
         }
         mounts = []
         servers = []

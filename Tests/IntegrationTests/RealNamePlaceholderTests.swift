@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import NimbusSystem
+import NimbusTestSupport
 import NimbusTestTraits
 import Testing
 
@@ -20,14 +21,10 @@ struct RealNamePlaceholderDaemonTests {
         return s
     }
 
+    /// Bytes unlike zeros, the same for a count in every run (a failure replays as it was).
     static func random(_ count: Int) -> [UInt8] {
-        var generator = SystemRandomNumberGenerator()
-        var bytes = [UInt8](repeating: 0, count: count)
-        bytes.withUnsafeMutableBytes { raw in
-            for index in stride(from: 0, to: count - count % 8, by: 8) { raw.storeBytes(of: generator.next(), toByteOffset: index, as: UInt64.self) }
-        }
-        for index in (count - count % 8)..<count { bytes[index] = UInt8.random(in: 0...255) }
-        return bytes
+        var random = SeededRandom(seed: UInt64(count))
+        return random.bytes(count)
     }
 
     static func stat(_ path: String) -> Glibc.stat? {

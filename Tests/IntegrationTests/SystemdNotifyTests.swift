@@ -100,9 +100,8 @@ import NimbusTestSupport
             let moment: String
             if round.isMultiple(of: 2) {
                 moment = "as soon as the control socket existed"
-                let deadline = ContinuousClock.now + .seconds(30)
-                while !FileManager.default.fileExists(atPath: controlSocket) && ContinuousClock.now < deadline { usleep(100) }
-                try #require(FileManager.default.fileExists(atPath: controlSocket), "round \(round): no control socket; log:\n\(process.output)")
+                let appeared = Polling.spin(timeout: .seconds(30)) { FileManager.default.fileExists(atPath: controlSocket) }
+                try #require(appeared, "round \(round): no control socket; log:\n\(process.output)")
             } else {
                 moment = "right after READY=1"
                 let startup = try Self.collect(socket, seconds: 30) { $0.contains { $0.contains("READY=1") } }

@@ -1,6 +1,7 @@
 import NimbusVocabulary
 import Testing
 import NimbusSystem
+import NimbusTestSupport
 @testable import NimbusCore
 
 private func rp(_ s: String) -> RelativePath { try! RelativePath(validating: s) }
@@ -153,14 +154,10 @@ private func file(size: Int64, inode: UInt64 = 1) -> FileMetadata {
 
 @Suite struct PlaceholderNameTests {
     @Test func everyNameGivesAParsablePlaceholderWithAShellWordForIt() throws {
-        var random = SystemRandomNumberGenerator()
-        let seed = UInt64.random(in: 0 ... .max, using: &random)
+        let seed = UInt64.random(in: 0 ... .max)
         print("placeholder names: seed \(seed)")
-        var state = seed
-        func next() -> UInt8 {
-            state = state &* 6364136223846793005 &+ 1442695040888963407
-            return UInt8(truncatingIfNeeded: state >> 33)
-        }
+        var random = SeededRandom(seed: seed)
+        func next() -> UInt8 { UInt8(truncatingIfNeeded: random.next()) }
         for _ in 0..<2_000 {
             let bytes = (0..<Int(next() % 20 + 1)).map { _ in next() }.filter { $0 != 0 && $0 != UInt8(ascii: "/") }
             guard let path = try? RelativePath(validating: bytes.isEmpty ? [UInt8(ascii: "x")] : bytes) else { continue }

@@ -254,9 +254,11 @@ final class HydrationFixture: Sendable {
     }
 }
 
+/// Bytes unlike zeros (a reader given a hole's zeros must not pass), the same for a count in
+/// every run: a failure replays as it was.
 private func randomContent(_ count: Int) -> [UInt8] {
-    var generator = SystemRandomNumberGenerator()
-    return (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
+    var random = SeededRandom(seed: UInt64(count))
+    return random.bytes(count)
 }
 
 private extension Array where Element == UInt8 {

@@ -1,4 +1,5 @@
 import Glibc
+import NimbusTestSupport
 import NimbusVocabulary
 import Testing
 @testable import NimbusSystem
@@ -83,9 +84,7 @@ extension CopierTests {
             }
             // Polled: a child process another test spawns at that moment holds a copy of every
             // descriptor between its fork and its exec.
-            let deadline = ContinuousClock.now + .seconds(10)
-            while pair.destination.isOpenForWriting(file) && ContinuousClock.now < deadline { usleep(1000) }
-            #expect(!pair.destination.isOpenForWriting(file))
+            #expect(Polling.spin(timeout: .seconds(10), interval: .milliseconds(1)) { !pair.destination.isOpenForWriting(file) })
             _ = try install(pair, "file", replacing: old, displacedTo: nil, exchange: exchange, refusingOpenWriters: true)
             #expect(try pair.scratch.read("dst/file") == Array("new".utf8))
         }

@@ -1,4 +1,5 @@
 import Glibc
+import NimbusTestSupport
 import NimbusVocabulary
 import Testing
 @testable import NimbusSystem
@@ -264,9 +265,7 @@ struct Pair {
                 #expect(!ProcessSupport.isOpenForWriting(identity))
                 let writer = try FileDescriptor.open("file", [.readWrite], relativeTo: scratch.directory)
                 try writer.closeAfter { #expect(ProcessSupport.isOpenForWriting(identity)) }
-                let deadline = ContinuousClock.now + .seconds(10)
-                while ProcessSupport.isOpenForWriting(identity) && ContinuousClock.now < deadline { usleep(1000) }
-                #expect(!ProcessSupport.isOpenForWriting(identity))
+                #expect(Polling.spin(timeout: .seconds(10), interval: .milliseconds(1)) { !ProcessSupport.isOpenForWriting(identity) })
             }
         }
     }

@@ -1,4 +1,5 @@
 import Glibc
+import NimbusTestSupport
 import NimbusVocabulary
 import Testing
 @testable import NimbusSystem
@@ -38,9 +39,7 @@ import Testing
             let file = try path("file")
             reader.closeAfter { #expect(fs.isOpenElsewhere(file) == true) }
             // A child another test spawns may hold a copy of the descriptor until its exec.
-            let deadline = ContinuousClock.now + .seconds(10)
-            while fs.isOpenElsewhere(try path("file")) == true && ContinuousClock.now < deadline { usleep(1000) }
-            #expect(fs.isOpenElsewhere(try path("file")) == false)
+            #expect(Polling.spin(timeout: .seconds(10), interval: .milliseconds(1)) { fs.isOpenElsewhere(file) == false })
             #expect(fs.isOpenElsewhere(try path("missing")) == nil)
         }
     }

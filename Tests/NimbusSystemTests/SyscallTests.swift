@@ -178,25 +178,12 @@ struct Scratch {
 
 /// rm -rf of a test directory (as root it also empties the chmod 000 ones).
 func removeTree(_ path: SystemPath) {
-    let rm = Process()
-    rm.executableURL = URL(fileURLWithPath: "/bin/rm")
-    rm.arguments = ["-rf", path.description]
-    try? rm.run()
-    rm.waitUntilExit()
+    _ = try? ShellCommand.run("/bin/rm", ["-rf", path.description])
 }
 
 func randomBytes(_ count: Int, seed: UInt64) -> [UInt8] {
-    var generator = SeededRandom(seed: seed)
-    var bytes = [UInt8](repeating: 0, count: count)
-    bytes.withUnsafeMutableBytes { buffer in
-        var offset = 0
-        while offset + 8 <= count {
-            buffer.storeBytes(of: generator.next(), toByteOffset: offset, as: UInt64.self)
-            offset += 8
-        }
-        while offset < count { buffer[offset] = UInt8(truncatingIfNeeded: generator.next()); offset += 1 }
-    }
-    return bytes
+    var random = SeededRandom(seed: seed)
+    return random.bytes(count)
 }
 
 func path(_ string: String) throws -> RelativePath { try RelativePath(validating: string) }
