@@ -94,7 +94,7 @@ public enum NimbusClientError: Error, Sendable, Equatable {
 
     /// "2 s", "1.5 s", "250 ms": a limit as people read it.
     static func describe(_ limit: Duration) -> String {
-        let milliseconds = Int64(limit.components.seconds) * 1000 + limit.components.attoseconds / 1_000_000_000_000_000
+        let milliseconds = limit.nanosecondCount / Duration.nanosecondsPerMillisecond
         if milliseconds < 1000 { return "\(milliseconds) ms" }
         return milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : "\(Double(milliseconds) / 1000) s"
     }

@@ -2,7 +2,9 @@ import NimbusCore
 import NimbusSystem
 import NimbusVocabulary
 
-/// Paths looked at again later: after an error (backing off), or soon when a lease ends.
+/// Paths looked at again later: after an error (backing off), or a second after a leased one
+/// was passed over. (A lease that ends makes its paths due at once through the runtime:
+/// `PairRuntime.syncSoon`.)
 extension SyncEngine {
     func scheduleRetry(_ path: RelativePath, error: String, delay fixedDelay: Duration? = nil) {
         state.withLock { s in
@@ -14,12 +16,6 @@ extension SyncEngine {
 
     /// The pause before try number `attempt` + 1: 1 s, 2 s, 4 s … up to 5 minutes.
     static func retryDelay(attempt: Int) -> Duration { .seconds(min(300, 1 << min(attempt - 1, 9))) }
-
-    /// Looks at `paths` again soon (an application released its lease on them).
-    public func scheduleSoon(_ paths: [RelativePath]) {
-        let now = clock.monotonicNow
-        state.withLock { s in for path in paths { s.retries[path] = now } }
-    }
 
     /// When the next retry (of a path, or of a held commit) is due, if any.
     public var nextRetry: MonotonicInstant? {

@@ -29,8 +29,10 @@ extension Sys {
     /// with `EAGAIN`. A zero timeval would mean "no limit", so the least is one microsecond.
     /// The corresponding C function is `setsockopt(SO_SNDTIMEO)`.
     static func setSendTimeout(_ fd: Int32, _ timeout: Duration) throws {
-        let (seconds, attoseconds) = timeout.components
-        var limit = timeval(tv_sec: Int(max(seconds, 0)), tv_usec: Int(max(attoseconds, 0) / 1_000_000_000_000))
+        let clamped = max(timeout, .zero)
+        let seconds = clamped.components.seconds
+        let microseconds = (clamped - .seconds(seconds)).nanosecondCount / Duration.nanosecondsPerMicrosecond
+        var limit = timeval(tv_sec: Int(seconds), tv_usec: Int(microseconds))
         if limit.tv_sec == 0 && limit.tv_usec == 0 { limit.tv_usec = 1 }
         _ = try retrying { Glibc.setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size)) }
     }

@@ -40,19 +40,11 @@ extension ControlServerTests {
         """
 
         static func runAsNobody(_ socketPath: String) throws -> String {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: setpriv)
-            process.arguments = ["--reuid=nobody", "--regid=nogroup", "--clear-groups", python, "-c", script, socketPath]
-            let output = Pipe()
-            process.standardOutput = output
-            process.standardError = output
-            try process.run()
-            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            guard process.terminationStatus == 0 else {
-                throw HarnessFailure("could not run a client as nobody (setpriv exit \(process.terminationStatus)): \(text)")
+            let result = try ShellCommand.run(setpriv, ["--reuid=nobody", "--regid=nogroup", "--clear-groups", python, "-c", script, socketPath])
+            guard result.status == 0 else {
+                throw HarnessFailure("could not run a client as nobody (setpriv exit \(result.status)): \(result.output)\(result.error)")
             }
-            return text
+            return result.output + result.error
         }
 
         @Test(.enabled(if: canDropPrivileges, "needs root, setpriv and /usr/bin/python3 to run a client as nobody"))
