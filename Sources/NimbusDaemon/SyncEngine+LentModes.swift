@@ -16,6 +16,7 @@ extension SyncEngine {
     /// Adds `entries` to the note, durably. Throws when the note cannot be written: the
     /// caller must not lend them then (the action fails, as it would without the bits).
     func noteLent(_ entries: [LentMode]) throws {
+        checkOwner()  // The note is the store's, written from the engine thread only.
         let (written, wanted) = folderModes.withLock { modes in
             (modes.written, entries.reduce(into: modes.noted) { $0[$1.sidePath] = $1 })
         }
@@ -43,6 +44,7 @@ extension SyncEngine {
     /// note that cannot be written is written with the next change: an entry left in it is
     /// set back at the next start only if it has exactly the lent mode then.
     func noteReturned(_ entries: [SidePath]) {
+        checkOwner()  // The note is the store's, written from the engine thread only.
         let (written, wanted) = folderModes.withLock { modes -> ([SidePath: LentMode], [SidePath: LentMode]) in
             for entry in entries { modes.noted[entry] = nil }
             return (modes.written, modes.noted)
