@@ -17,6 +17,7 @@ import Testing
                 let destination = DiskFileSystem(root: scratch.path.appending("small"),
                                                   temporaryDirectory: try path(".nimbus/tmp"))
                 let expected = try #require(try source.metadata(of: path("big")))
+                try Self.waitUntilClosedElsewhere(path("big"), in: source)
                 let error = try #require(throws: SystemError.self) {
                     try destination.prepareCopy(of: path("big"), from: source, expected: expected,
                                                 durable: true) { _ in }
