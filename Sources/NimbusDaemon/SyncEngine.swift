@@ -14,8 +14,9 @@ import Synchronization
 ///   the entry points and wherever a record is written or committed).
 /// - `state`, `settingsBox` and the handler boxes are `Mutex`es: the control server, its
 ///   workers and the hydration workers read the published state through the queries in
-///   `SyncEngine+Queries`/`+Control` from any thread. Nothing outside the engine touches
-///   `state` itself.
+///   `SyncEngine+Queries`/`+Control` from any thread; tests read its tables through
+///   `SyncEngine+Tables`. Nothing outside the `SyncEngine*.swift` files touches `state`
+///   itself (`LayeringTests.nothingOutsideTheEngineTouchesItsState`).
 /// - `stopRequested` and the two flags are atomics, set from any thread (a signal handler)
 ///   and read on the engine thread.
 /// - A batch's copies are prepared on worker threads (`SyncEngine+CopyWorkers`) while the

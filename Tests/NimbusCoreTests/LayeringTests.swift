@@ -88,4 +88,25 @@ import Testing
             #expect(undeclared == [], "\(target.name) imports what Package.swift does not give it")
         }
     }
+
+    /// The engine's `state` is its own (SyncEngine.swift, "Who owns what"): others read it
+    /// through queries (`SyncEngine+Queries`, `+Control`, `+Tables`). Swift has no access level
+    /// between a file and the module, and a test sees the module's internals through
+    /// `@testable import`, so the rule is checked here: outside the `SyncEngine*.swift` files
+    /// of NimbusDaemon, no source or test file names the engine's state or its type.
+    @Test func nothingOutsideTheEngineTouchesItsState() throws {
+        // Simple word boundaries: Unicode's do not fall at the dots of `pair.engine.x`.
+        let touch = #/\bengine\??\.state\b|\bEngineState\b/#.wordBoundaryKind(.simple)
+        var found: [String] = []
+        for root in ["Sources", "Tests"] {
+            let folder = Self.package.appendingPathComponent(root)
+            let files = try Self.swiftFiles(in: folder)
+            #expect(files.contains("NimbusDaemon/SyncEngine.swift") || root == "Tests", "no SyncEngine.swift in \(folder.path)")
+            for file in files.sorted() where !file.hasPrefix("NimbusDaemon/SyncEngine") {
+                let lines = try String(contentsOf: folder.appendingPathComponent(file), encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
+                found += lines.indices.filter { lines[$0].contains(touch) }.map { "\(root)/\(file):\($0 + 1): \(lines[$0])" }
+            }
+        }
+        #expect(found == [], "the engine's state is touched outside SyncEngine*.swift")
+    }
 }

@@ -137,9 +137,9 @@ import NimbusVocabulary
             #expect(try pair.cloud.readFile(rp("batch/f\(i)"), limit: 1 << 10) == Array("content \(i)".utf8), "batch/f\(i)")
         }
         #expect(try pair.cloud.metadata(of: rp("batch/f17")) == nil, "a copy of a changed source is not installed")
-        let retried = pair.engine.state.withLock { $0.retries.keys }
-        #expect(Set(retried) == [rp("batch/f17")], "only the changed file is retried: \(retried)")
-        let shown = pair.engine.state.withLock { Set($0.transient.keys) }
+        let retried = pair.engine.tables.retryPaths
+        #expect(retried == [rp("batch/f17")], "only the changed file is retried: \(retried)")
+        let shown = pair.engine.tables.transientPaths
         #expect(shown.isSubset(of: [rp("batch/f17")]), "only the changed file may still be shown as copying: \(shown)")
         #expect(try Self.temporaries(pair).isEmpty)
 
@@ -172,6 +172,6 @@ import NimbusVocabulary
         for i in copied {
             #expect(try pair.cloud.readFile(rp("d\(i / 10)/f\(i)"), limit: 1 << 10) == Array("content \(i)".utf8))
         }
-        #expect(engine.state.withLock { $0.transient.isEmpty }, "nothing is left shown as copying")
+        #expect(engine.tables.transientPaths.isEmpty, "nothing is left shown as copying")
     }
 }

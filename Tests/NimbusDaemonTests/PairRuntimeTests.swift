@@ -243,7 +243,7 @@ import NimbusVocabulary
         try #require(pair.watcher(.cloud)).push([WatchEvent(.closedWrite, rp("big"), isDirectory: false)])
         try Polling.wait("the look at big") {
             _ = runtime.step()
-            return runtime.engine.state.withLock { $0.heldDeletions == [rp("big")] }
+            return runtime.engine.tables.deletionsAwaitingEvents == [rp("big")]
         }
         #expect(pair.content(pair.cloud, "big") != nil, "nothing reported big gone: its deletion waits")
         try #require(pair.watcher(.local)).push([WatchEvent(.movedFrom(cookie: 7), rp("big"), isDirectory: false),
@@ -273,7 +273,7 @@ import NimbusVocabulary
         pair.clock.advance(by: runtime.batcher.batcher.deletionQuiet)
         #expect(runtime.step())
         #expect(pair.content(pair.cloud, "a") == nil, "deleted by the pass of the batch that reported it")
-        #expect(runtime.engine.state.withLock { $0.heldDeletions.isEmpty } && runtime.batcher.reportedGone.isEmpty)
+        #expect(runtime.engine.tables.deletionsAwaitingEvents.isEmpty && runtime.batcher.reportedGone.isEmpty)
     }
 
     /// A folder moved in whole (from outside the folder, or an upload's staging folder

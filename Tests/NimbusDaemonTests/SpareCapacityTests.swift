@@ -12,11 +12,12 @@ import NimbusSystem
         for n in 0..<500 { try pair.local.write(rp("f\(n)"), Array("\(n)".utf8)) }
         pair.engine.start()
         #expect(pair.content(pair.cloud, "f499") == "499")
-        let grown = pair.engine.state.withLock { $0.transient.capacity }
+        let grown = pair.engine.tables.transientCapacity
         #expect(grown > 64, "the batch should have filled the in-progress table (capacity \(grown))")
         pair.engine.returnFreeMemory()
-        let (count, capacity) = pair.engine.state.withLock { ($0.transient.count, $0.transient.capacity) }
-        #expect(count == 0 && capacity == 0, "\(count) entries, room for \(capacity)")
+        let tables = pair.engine.tables
+        #expect(tables.transientPaths.isEmpty && tables.transientCapacity == 0,
+                "\(tables.transientPaths.count) entries, room for \(tables.transientCapacity)")
         #expect(pair.engine.entry(rp("f7"))?.state == .downloaded)
     }
 

@@ -30,7 +30,7 @@ import NimbusVocabulary
         #expect(try pair.cloud.metadata(of: rp("big")) == nil)
         #expect(try pair.cloud.metadata(of: rp("renamed"))?.inode == cloudInode, "renamed in the cloud, not copied")
         #expect(pair.content(pair.cloud, "renamed") == "a hundred megabytes")
-        #expect(pair.engine.state.withLock { $0.heldDeletions.isEmpty })
+        #expect(pair.engine.tables.deletionsAwaitingEvents.isEmpty)
     }
 
     @Test func aDeletionNothingExplainsGoesAheadWhenLookedAtAgain() throws {
@@ -43,7 +43,7 @@ import NimbusVocabulary
         #expect(due == [rp("big")], "looked at again after the wait")
         pair.engine.sync(due, reportedGone: [])
         #expect(try pair.cloud.metadata(of: rp("big")) == nil, "held once, not for ever")
-        #expect(pair.engine.state.withLock { $0.heldDeletions.isEmpty })
+        #expect(pair.engine.tables.deletionsAwaitingEvents.isEmpty)
     }
 
     @Test func aReportedDeletionOrAFullScanDoesNotWait() throws {
