@@ -11,22 +11,22 @@ extension ControlHandler {
     /// it is done. Refused while paused (these commands copy files) or halted.
     func onEngine<R: Codable & Sendable>(_ request: ControlRequest, _ body: @escaping @Sendable () throws -> R) throws {
         let replier = try later(request)
-        let pair = self.pair
-        pair.perform {
+        let view = self.view
+        commands.perform {
             replier.answer {
-                try Self.checkRunnable(pair)
+                try Self.checkRunnable(view)
                 return try body()
             }
         }
     }
 
     /// On the engine thread: may the engine copy now?
-    static func checkRunnable(_ pair: any ControlContext) throws {
-        if pair.isPaused {
+    static func checkRunnable(_ view: any PairView) throws {
+        if view.isPaused {
             throw RPCError(.paused, "sync is paused", reason: "this would copy files, and sync is paused",
                            suggestion: "run 'nimbusctl resume' first")
         }
-        if case .halted(let message) = pair.status.phase {
+        if case .halted(let message) = view.status.phase {
             throw RPCError(.daemonHalted, "sync is halted", reason: message,
                            suggestion: "mount or restore the missing folder; sync resumes by itself")
         }
@@ -39,10 +39,10 @@ extension ControlHandler {
             throw RPCError(.invalidParams, "invalid parameters for resolve", reason: "keep: \"\(params.keep)\" is not local, cloud or both",
                            suggestion: "keep local (this device's version), cloud (the cloud's version) or both")
         }
-        let pair = self.pair
+        let commands = self.commands
         try onEngine(request) {
             do {
-                try pair.resolve(path, keep: choice)
+                try commands.resolve(path, keep: choice)
             } catch {
                 throw Self.failure(error, path: path)
             }
@@ -54,12 +54,12 @@ extension ControlHandler {
         let params = try requiredParams(RestoreParams.self, request)
         let path = try resolvePath(params.path, params.pathBytes, field: "path")
         let target = params.to == nil && params.toBytes == nil ? nil : try resolvePath(params.to, params.toBytes, field: "to")
-        let pair = self.pair
+        let view = self.view, commands = self.commands
         let dryRun = params.dryRun ?? false
         let body: @Sendable () throws -> RestoreResult = {
             do {
-                let items = try pair.restorePlan(path, versionID: params.version, at: params.atNs.map(WallInstant.init(nanoseconds:)), to: target)
-                if !dryRun { try pair.restore(items) }
+                let items = try view.restorePlan(path, versionID: params.version, at: params.atNs.map(WallInstant.init(nanoseconds:)), to: target)
+                if !dryRun { try commands.restore(items) }
                 let files = items.map {
                     RestoredFile(path: WirePath($0.file), version: $0.version.id, size: $0.version.metadata.size,
                                  restoredTo: WirePath($0.destination))
@@ -74,19 +74,19 @@ extension ControlHandler {
         guard dryRun else { return try onEngine(request, body) }
         // A dry run changes nothing: it may run while paused or halted.
         let replier = try later(request)
-        pair.perform { replier.answer(body) }
+        commands.perform { replier.answer(body) }
     }
 
     func prune(_ request: ControlRequest) throws {
-        let pair = self.pair
+        let view = self.view, commands = self.commands
         let replier = try later(request)
-        pair.perform {
+        commands.perform {
             replier.answer {
-                guard let outcome = pair.pruneVersions() else {
+                guard let outcome = commands.pruneVersions() else {
                     throw RPCError(.failed, "the versions store was not pruned", reason: "it could not be read (see the daemon's log)",
                                    suggestion: "check that the cloud folder is there and readable, then try again")
                 }
-                let status = pair.status
+                let status = view.status
                 return PruneResult(removed: outcome.removed, removedBytes: outcome.removedBytes,
                                    versionsCount: status.versionsCount, versionsBytes: status.versionsBytes)
             }
@@ -94,27 +94,27 @@ extension ControlHandler {
     }
 
     func pause(_ request: ControlRequest, _ paused: Bool) throws {
-        let pair = self.pair
+        let view = self.view
         let replier = try later(request)
-        pair.setPaused(paused)
+        commands.setPaused(paused)
         // The runtime's inbox is served in order: this runs once the pause took effect.
-        pair.perform { replier.succeed(PauseResult(paused: pair.isPaused)) }
+        commands.perform { replier.succeed(PauseResult(paused: view.isPaused)) }
         server.log.notice(paused ? "paused by \(request.client.description)" : "resumed by \(request.client.description)")
     }
 
     func rescan(_ request: ControlRequest) throws {
-        let pair = self.pair
+        let view = self.view, commands = self.commands
         try onEngine(request) {
-            pair.sync(nil)
-            try Self.checkRunnable(pair)
-            return RescanResult(tracked: pair.status.tracked)
+            commands.sync(nil)
+            try Self.checkRunnable(view)
+            return RescanResult(tracked: view.status.tracked)
         }
     }
 
     func decideDeletes(_ request: ControlRequest, confirm: Bool) throws {
-        let pair = self.pair
+        let commands = self.commands
         try onEngine(request) {
-            DeletesResult(count: confirm ? pair.confirmDeletes() : pair.revertDeletes())
+            DeletesResult(count: confirm ? commands.confirmDeletes() : commands.revertDeletes())
         }
     }
 
@@ -158,14 +158,13 @@ extension ControlHandler {
             timeout = .seconds(seconds)
         }
         let replier = try later(request)
-        let pair = self.pair
         // A reader of a placeholder wants the content: download it first (DESIGN §5, issue #8).
-        if mode == .shared, let target = try? pair.residentPath(path),
-           pair.isPlaceholder(target) {
+        if mode == .shared, let target = try? residency.residentPath(path),
+           residency.isPlaceholder(target) {
             let leases = setup.leases
             let owner = request.client.owner
             let timeout = timeout
-            pair.download(target, .explicit) { result in
+            residency.download(target, .explicit) { result in
                 if case .failure(let error) = result { return replier.fail(Self.failure(error, path: target)) }
                 // On the server thread, where a connection that closed meanwhile is known gone:
                 // a lease must never outlive its connection.
@@ -223,6 +222,6 @@ extension ControlHandler {
     /// (issue #8), not at the next rescan.
     private func syncAfterWriting(_ leases: [LockInfo]) {
         let paths = leases.filter { $0.mode == .exclusive && $0.state == .granted }.map(\.path)
-        if !paths.isEmpty { pair.syncSoon(paths) }
+        if !paths.isEmpty { commands.syncSoon(paths) }
     }
 }

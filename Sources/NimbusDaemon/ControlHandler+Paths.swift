@@ -31,7 +31,7 @@ extension ControlHandler {
         var prefix = RelativePath.root
         for name in path.components.dropLast() {
             prefix = try prefix.appending(name: name)
-            guard let metadata = try? pair.localMetadata(of: prefix) else { break }
+            guard let metadata = try? view.localMetadata(of: prefix) else { break }
             if metadata.kind == .symlink {
                 throw Self.invalidPath(wire.text, reason: "\(prefix) is a symlink inside the local folder, and Nimbus never follows symlinks")
             }

@@ -41,18 +41,18 @@ extension ControlHandler {
         if let client = params.client { server.log.debug("\(request.client.description) is \(client)") }
         answer(request, HelloResult(version: version, daemonVersion: NimbusVersion.string, instance: setup.instance,
                                     localRoot: setup.localRoot, cloudRoot: setup.cloudRoot,
-                                    deviceName: pair.deviceName, pid: ProcessInfo.processInfo.processIdentifier))
+                                    deviceName: view.deviceName, pid: ProcessInfo.processInfo.processIdentifier))
     }
 
     func status(clients: Int) -> StatusResult {
-        let status = pair.status
+        let status = view.status
         let (phase, reason) = Self.describe(status.phase)
         return StatusResult(phase: phase, reason: reason, paused: status.phase == .paused, tracked: status.tracked,
-                            heldDeletes: status.heldDeletes, conflicts: pair.conflictCount,
+                            heldDeletes: status.heldDeletes, conflicts: view.conflictCount,
                             bytesCopied: status.bytesCopied, filesCopied: status.filesCopied, lastError: status.lastError,
                             instance: setup.instance, localRoot: setup.localRoot, cloudRoot: setup.cloudRoot,
-                            deviceName: pair.deviceName, daemonVersion: NimbusVersion.string,
-                            startedAtNs: setup.startedAt.nanoseconds, clients: clients, errors: pair.errorCount,
+                            deviceName: view.deviceName, daemonVersion: NimbusVersion.string,
+                            startedAtNs: setup.startedAt.nanoseconds, clients: clients, errors: view.errorCount,
                             versionsCount: status.versionsCount, versionsBytes: status.versionsBytes,
                             placeholderStyle: setup.placeholderStyle?.wireName, placeholderStyleReason: setup.placeholderStyle?.reason,
                             cloudFilesystem: status.cloudCapabilities.map { Self.describe($0, status.cloudWriteProtocol) },
@@ -105,11 +105,11 @@ extension ControlHandler {
         client.listingCounter += 1
         let token = "\(client.id).\(client.listingCounter)"
         let replier = try later(request)
-        let pair = self.pair
+        let view = self.view
         let recursive = params.recursive ?? false, state = params.state
         workers.run {
             do {
-                let entries = try pair.listEntries(under: path, recursive: recursive)
+                let entries = try view.listEntries(under: path, recursive: recursive)
                     .filter { state == nil || $0.state.name == state }
                     .map(Self.wireEntry)
                 Self.sendPage(ListingCursor(entries, limit: limit), token: token, replier: replier)
@@ -138,10 +138,10 @@ extension ControlHandler {
         let params = try requiredParams(PathParams.self, request)
         let path = try resolvePath(params.path, params.pathBytes, field: "path")
         let replier = try later(request)
-        let pair = self.pair
+        let view = self.view
         workers.run {
             replier.answer {
-                guard let entry = pair.entry(path) else { throw Self.notFound(path) }
+                guard let entry = view.entry(path) else { throw Self.notFound(path) }
                 return Self.wireEntry(entry)
             }
         }
@@ -173,7 +173,7 @@ extension ControlHandler {
     // MARK: - Conflicts, versions, locks
 
     func conflicts(_ request: ControlRequest) throws {
-        let all = pair.conflicts().map { ConflictInfo(path: WirePath($0.path), conflictCopy: WirePath($0.conflictCopy)) }
+        let all = view.conflicts().map { ConflictInfo(path: WirePath($0.path), conflictCopy: WirePath($0.conflictCopy)) }
         let result = ConflictsResult(conflicts: all)
         guard let id = request.id, let line = encodeLine(Response(id: id, result: result)) else { return }
         guard line.count <= maximumLineLength + 1 else {
@@ -188,15 +188,15 @@ extension ControlHandler {
         let all = params.all ?? false
         let path = try resolvePath(params.path, params.pathBytes, field: "path", default: all ? .root : nil)
         let replier = try later(request)
-        let pair = self.pair
+        let view = self.view
         workers.run {
             replier.answer {
                 let versions = all
-                    ? try pair.allVersions(under: path).map {
+                    ? try view.allVersions(under: path).map {
                         VersionInfo(id: $0.version.id, size: $0.version.metadata.size, mtimeNs: $0.version.metadata.mtime,
                                     path: WirePath($0.file))
                     }
-                    : try pair.versions(of: path).map { VersionInfo(id: $0.id, size: $0.metadata.size, mtimeNs: $0.metadata.mtime) }
+                    : try view.versions(of: path).map { VersionInfo(id: $0.id, size: $0.metadata.size, mtimeNs: $0.metadata.mtime) }
                 let result = VersionsResult(path: WirePath(path), versions: versions)
                 // One answer is one line of at most 1 MiB: a huge store is listed folder by folder.
                 if all, versions.count > 2_000, (try? JSONEncoder().encode(result).count) ?? 0 > maximumLineLength - 4096 {

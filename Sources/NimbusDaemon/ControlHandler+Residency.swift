@@ -8,18 +8,18 @@ extension ControlHandler {
         let params = try requiredParams(DownloadParams.self, request)
         let path = try resolvePath(params.path, params.pathBytes, field: "path")
         let replier = try later(request)
-        let pair = self.pair
+        let view = self.view, residency = self.residency
         guard params.wait ?? true else {
             // Answer with the entry as it is now; the download goes on.
-            pair.download(path, .explicit) { _ in }
+            residency.download(path, .explicit) { _ in }
             return replier.answer {
-                guard let entry = pair.entry(path) ?? (try? pair.residentPath(path)).flatMap(pair.entry) else {
+                guard let entry = view.entry(path) ?? (try? residency.residentPath(path)).flatMap(view.entry) else {
                     throw Self.notFound(path)
                 }
                 return Self.wireEntry(entry)
             }
         }
-        pair.download(path, .explicit) { result in
+        residency.download(path, .explicit) { result in
             replier.answer {
                 do {
                     guard let entry = try result.get() else { throw Self.notFound(path) }
@@ -34,15 +34,15 @@ extension ControlHandler {
     func residency(_ request: ControlRequest) throws {
         let params = try requiredParams(PathParams.self, request)
         let path = try resolvePath(params.path, params.pathBytes, field: "path")
-        let pair = self.pair
+        let residency = self.residency
         let method = request.method
         try onEngine(request) {
             let entry: EntryInfo?
             do {
                 switch method {
-                case .evict: entry = try pair.evict(path)
-                case .pin: entry = try pair.pin(path)
-                default: entry = try pair.unpin(path)
+                case .evict: entry = try residency.evict(path)
+                case .pin: entry = try residency.pin(path)
+                default: entry = try residency.unpin(path)
                 }
             } catch {
                 throw Self.failure(error, path: path)

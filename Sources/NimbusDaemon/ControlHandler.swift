@@ -6,10 +6,12 @@ import NimbusSystem
 import NimbusVocabulary
 import Synchronization
 
-/// What the control server serves: the pair, who the daemon is, the lease table, and how
-/// to reload the configuration.
+/// What the control server serves: the pair (in the three parts of `ControlContext`), who
+/// the daemon is, the lease table, and how to reload the configuration.
 public struct ControlSetup: Sendable {
-    public var pair: any ControlContext
+    public var view: any PairView
+    public var commands: any PairCommands
+    public var residency: any PairResidency
     public var instance: String
     public var localRoot: String
     public var cloudRoot: String
@@ -22,7 +24,9 @@ public struct ControlSetup: Sendable {
 
     public init(pair: any ControlContext, instance: String, localRoot: String, cloudRoot: String, startedAt: WallInstant,
                 leases: (any LeaseProvider)? = nil, reload: (@Sendable () throws -> ReloadResult)? = nil) {
-        self.pair = pair
+        view = pair
+        commands = pair
+        residency = pair
         self.instance = instance
         self.localRoot = localRoot
         self.cloudRoot = cloudRoot
@@ -51,8 +55,11 @@ final class ControlHandler {
     let decoder = JSONRPC.makeDecoder()
     let workers = ControlWorkers(count: 4)
 
-    /// The pair served; its engine-thread work goes through `pair.perform`.
-    var pair: any ControlContext { setup.pair }
+    /// The parts of the pair served (`ControlContext`); engine-thread work goes through
+    /// `commands.perform`.
+    var view: any PairView { setup.view }
+    var commands: any PairCommands { setup.commands }
+    var residency: any PairResidency { setup.residency }
 
     init(setup: ControlSetup, server: ControlServer) {
         self.setup = setup

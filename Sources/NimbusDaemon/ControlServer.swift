@@ -71,7 +71,7 @@ public final class ControlServer: @unchecked Sendable {
 
     /// Starts the server thread and subscribes to the engine's events.
     public func start() {
-        handler.pair.onEvent { [weak self] event in self?.engineEvent(event) }
+        handler.view.onEvent { [weak self] event in self?.engineEvent(event) }
         ProcessSupport.detachThread(name: "nimbus-control") { [self] in run() }
         log.info("control socket: \(socketPath)")
     }
@@ -81,7 +81,7 @@ public final class ControlServer: @unchecked Sendable {
         stopRequested.store(true, ordering: .releasing)
         wake.wake()
         _ = finished.wait(timeout: .now() + 5)
-        handler.pair.onEvent(nil)
+        handler.view.onEvent(nil)
         if let inode = listenerInode { UnixStreamSocket.removeSocketFile(socketPath, inode: inode) }
     }
 

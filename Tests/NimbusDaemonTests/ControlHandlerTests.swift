@@ -11,9 +11,9 @@ import NimbusSystem
 /// A pair the control server can serve without an engine: it answers from what the test set,
 /// runs engine-thread work on a queue of its own, and notes what it was asked.
 /// Who owns what: what it answers and notes is in `record`, a `Mutex`; its "engine thread"
-/// is the serial queue `engineThread`. `@unchecked Sendable` only because the protocol asks
+/// is the serial queue `engineThread`. `@unchecked Sendable` only because the protocols ask
 /// for `Sendable` and `PathLocks` is a class.
-final class FakeControlContext: ControlContext, @unchecked Sendable {
+final class FakeControlContext: @unchecked Sendable {
     struct Record {
         var paused = false
         var status = EngineStatus()
@@ -24,25 +24,11 @@ final class FakeControlContext: ControlContext, @unchecked Sendable {
     let engineThread = DispatchQueue(label: "fake.engine")
     let locks = PathLocks()
 
-    private func note(_ what: String) { record.withLock { $0.asked.append(what) } }
+    fileprivate func note(_ what: String) { record.withLock { $0.asked.append(what) } }
     var asked: [String] { record.withLock { $0.asked } }
+}
 
-    func perform(_ work: @escaping @Sendable () -> Void) { engineThread.async(execute: work) }
-    func setPaused(_ paused: Bool) {
-        perform { [self] in
-            record.withLock {
-                $0.paused = paused
-                $0.status.phase = paused ? .paused : .idle
-            }
-        }
-    }
-    func download(_ path: RelativePath, _ request: DownloadRequest, completion: @escaping DownloadCompletion) {
-        perform { [self] in
-            note("download \(path) \(request)")
-            completion(.success(entry(path)))
-        }
-    }
-    func syncSoon(_ paths: [RelativePath]) { note("syncSoon \(paths)") }
+extension FakeControlContext: PairView {
     var isPaused: Bool { record.withLock { $0.paused } }
     var status: EngineStatus { record.withLock { $0.status } }
     var conflictCount: Int { 0 }
@@ -54,18 +40,40 @@ final class FakeControlContext: ControlContext, @unchecked Sendable {
         record.withLock { Array($0.entries.values) }.sorted { $0.path < $1.path }
     }
     func conflicts() -> [Conflict] { [] }
-    func residentPath(_ path: RelativePath) throws -> RelativePath { path }
-    func isPlaceholder(_ path: RelativePath) -> Bool { entry(path)?.state == .notDownloaded }
     func localMetadata(of path: RelativePath) throws -> FileMetadata? { nil }
     func versions(of path: RelativePath) throws -> [VersionStore.Version] { [] }
     func allVersions(under folder: RelativePath) throws -> [(file: RelativePath, version: VersionStore.Version)] { [] }
     func restorePlan(_ path: RelativePath, versionID: String?, at time: WallInstant?, to target: RelativePath?) throws -> [RestorePlanItem] { [] }
+}
+
+extension FakeControlContext: PairCommands {
+    func perform(_ work: @escaping @Sendable () -> Void) { engineThread.async(execute: work) }
+    func setPaused(_ paused: Bool) {
+        perform { [self] in
+            record.withLock {
+                $0.paused = paused
+                $0.status.phase = paused ? .paused : .idle
+            }
+        }
+    }
+    func syncSoon(_ paths: [RelativePath]) { note("syncSoon \(paths)") }
     func sync(_ paths: Set<RelativePath>?) { note("sync") }
     func resolve(_ path: RelativePath, keep choice: ConflictChoice) throws { note("resolve \(path)") }
     func restore(_ items: [RestorePlanItem]) throws {}
     func pruneVersions() -> (removed: Int, removedBytes: Int64)? { (0, 0) }
     func confirmDeletes() -> Int { note("confirmDeletes"); return 3 }
     func revertDeletes() -> Int { 0 }
+}
+
+extension FakeControlContext: PairResidency {
+    func download(_ path: RelativePath, _ request: DownloadRequest, completion: @escaping DownloadCompletion) {
+        perform { [self] in
+            note("download \(path) \(request)")
+            completion(.success(entry(path)))
+        }
+    }
+    func residentPath(_ path: RelativePath) throws -> RelativePath { path }
+    func isPlaceholder(_ path: RelativePath) -> Bool { entry(path)?.state == .notDownloaded }
     func evict(_ path: RelativePath) throws -> EntryInfo? { note("evict \(path)"); return entry(path) }
     func pin(_ path: RelativePath) throws -> EntryInfo? { entry(path) }
     func unpin(_ path: RelativePath) throws -> EntryInfo? { entry(path) }
