@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import NimbusTestSupport
 import NimbusTestTraits
 import Testing
 
@@ -53,27 +54,30 @@ struct OpenWriterTests {
         }
 
         /// Starts the program on `file` and waits until it holds the file open; it writes when
-        /// `go` comes on `input`. Kill `process` in a defer.
-        func launch(file: String, in sandbox: SyncSandbox) async throws -> (process: Process, input: FileHandle) {
+        /// `go` comes on `input`. Stop `process` in a defer. Its stdin is a FIFO that `input`
+        /// writes into: a `BackgroundProcess` reads stdin from a path and inherits no
+        /// descriptor of the test process (a pipe's would reach other tests' children).
+        func launch(file: String, in sandbox: SyncSandbox) async throws -> (process: BackgroundProcess, input: FileHandle) {
             let ready = sandbox.root + "/ready"
+            let fifo = sandbox.root + "/writer-input"
+            guard mkfifo(fifo, 0o600) == 0 else { throw HarnessFailure("mkfifo \(fifo): \(String(cString: strerror(errno)))") }
+            // Read-write, the open does not wait for the child's (Linux); close-on-exec, no other
+            // test's child inherits it. Closed, it is the program's end of input.
+            let descriptor = open(fifo, O_RDWR | O_CLOEXEC)
+            guard descriptor >= 0 else { throw HarnessFailure("open \(fifo): \(String(cString: strerror(errno)))") }
+            let input = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
             let (program, arguments) = command(file: file, ready: ready)
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: program)
-            process.arguments = arguments
-            let input = Pipe()
-            process.standardInput = input
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
-            input.fileHandleForWriting.write(Data(start(ready: ready).utf8))
+            let process = try BackgroundProcess(program, arguments, standardInput: fifo, outputPath: sandbox.root + "/writer.out")
+            input.write(Data(start(ready: ready).utf8))
             do {
                 try await sandbox.eventually("\(self) has \(file) open", timeout: .seconds(30)) {
-                    SyncFiles.exists(Array(ready.utf8)) ? nil : "no \(ready) yet"
+                    SyncFiles.exists(Array(ready.utf8)) ? nil : "no \(ready) yet: \(process.exitDescription), \(process.output)"
                 }
             } catch {
-                process.killAndWait()
+                process.stop()
                 throw error
             }
-            return (process, input.fileHandleForWriting)
+            return (process, input)
         }
     }
 
@@ -108,7 +112,7 @@ struct OpenWriterTests {
         try await sandbox.converge("first sync", local, cloud, timeout: .seconds(30)) { SyncFiles.exists(SyncFiles.join(cloud, name)) ? nil : "\(name) not in the cloud" }
 
         let (process, input) = try await writer.launch(file: local + "/" + name, in: sandbox)
-        defer { process.killAndWait() }
+        defer { process.stop() }
 
         // The cloud copy changes while the program keeps the file open.
         let mark = daemon.logMark
@@ -158,7 +162,7 @@ struct OpenWriterTests {
         try await sandbox.converge("first sync", local, cloud, timeout: .seconds(30)) { try SyncExpect.file(cloud, "log.txt", "base\n") }
 
         let (process, input) = try await Writer.shell.launch(file: local + "/log.txt", in: sandbox)
-        defer { process.killAndWait() }
+        defer { process.stop() }
 
         let mark = daemon.logMark
         try SyncFiles.remove(SyncFiles.join(cloud, "log.txt"))
@@ -196,7 +200,7 @@ struct OpenWriterTests {
         }
 
         let (process, input) = try await Writer.shell.launch(file: local + "/doc.txt", in: sandbox)
-        defer { process.killAndWait() }
+        defer { process.stop() }
         let refused = daemon.control(["resolve", "doc.txt", "--keep", "local"])
         #expect(refused.status != 0 && refused.output.contains("open for writing"), "\(refused)")
         #expect(try SyncExpect.file(local, "doc.txt", "edited in the cloud\n") == nil)

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import NimbusTestSupport
 import Testing
 
 // The Debian package (issue #6), installed into a throwaway root with `dpkg-deb -x`: its
@@ -43,33 +44,10 @@ enum PackageUnderTest {
         var all: String { stdout + stderr }
     }
 
-    /// Runs a program to completion with no input.
+    /// Runs a program to completion with no input (dpkg-deb on a whole package may take a while).
     static func run(_ executable: String, _ arguments: [String]) throws -> Result {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.standardInput = FileHandle.nullDevice
-        let stdout = Pipe(), stderr = Pipe()
-        process.standardOutput = stdout
-        process.standardError = stderr
-        try process.run()
-        // Read stderr on another thread so that neither pipe can fill up and block the child.
-        let errors = Collected()
-        let errorsRead = DispatchSemaphore(value: 0)
-        Thread {
-            errors.data = stderr.fileHandleForReading.readDataToEndOfFile()
-            errorsRead.signal()
-        }.start()
-        let output = stdout.fileHandleForReading.readDataToEndOfFile()
-        errorsRead.wait()
-        process.waitUntilExit()
-        return Result(status: process.terminationStatus, stdout: String(decoding: output, as: UTF8.self),
-                      stderr: String(decoding: errors.data, as: UTF8.self))
-    }
-
-    /// Bytes handed from the reader thread; the semaphore orders the accesses.
-    final class Collected: @unchecked Sendable {
-        var data = Data()
+        let result = try ShellCommand.run(executable, arguments, timeout: .seconds(300))
+        return Result(status: result.status, stdout: result.output, stderr: result.error)
     }
 
     static func temporaryDirectory() throws -> String {

@@ -1,5 +1,6 @@
 import Foundation
 @testable import NimbusClient
+import NimbusTestSupport
 import Testing
 
 /// The completion scripts know every command and option, and the shells accept them.
@@ -43,15 +44,7 @@ struct CompletionTests {
                 _nimbusctl
                 printf '%s\\n' "${COMPREPLY[@]}"
                 """
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: bash)
-            process.arguments = ["-c", probe]
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            try process.run()
-            let data = pipe.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+            return try ShellCommand.run(bash, ["-c", probe]).output.split(separator: "\n").map(String.init)
         }
         #expect(try complete("nimbusctl sta") == ["status"])
         #expect(try complete("nimbusctl --json conf").sorted() == ["confirm-deletes", "conflicts"])
@@ -71,15 +64,7 @@ struct CompletionTests {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("nimbusctl-completion-\(UUID().uuidString)")
         try script.write(to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: shell)
-        process.arguments = ["-n", file.path]
-        let pipe = Pipe()
-        process.standardError = pipe
-        process.standardOutput = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        let result = try ShellCommand.run(shell, ["-n", file.path])
+        return (result.status, result.output + result.error)
     }
 }

@@ -142,25 +142,13 @@ final class GitIgnoreOracle {
     }
 
     private func run(_ arguments: [String], input: [UInt8], okStatuses: Set<Int32> = [0]) throws -> [UInt8] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.git)
-        process.arguments = arguments
         // No user or system configuration, no global excludes file: only our `.gitignore`.
-        process.environment = ["GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "HOME": root,
-                               "PATH": "/usr/bin:/bin", "LC_ALL": "C"]
-        let stdin = Pipe(), stdout = Pipe(), stderr = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        process.standardError = stderr
-        try process.run()
-        stdin.fileHandleForWriting.write(Data(input))
-        try stdin.fileHandleForWriting.close()
-        let output = stdout.fileHandleForReading.readDataToEndOfFile()
-        let errors = stderr.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard okStatuses.contains(process.terminationStatus) else {
-            throw HarnessFailure("git \(arguments) failed: \(String(decoding: errors, as: UTF8.self))")
+        let environment = ["GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "HOME": root,
+                           "PATH": "/usr/bin:/bin", "LC_ALL": "C"]
+        let result = try ShellCommand.runForBytes(Self.git, arguments, environment: environment, input: input)
+        guard okStatuses.contains(result.status) else {
+            throw HarnessFailure("git \(arguments) failed (status \(result.status)): \(result.error)")
         }
-        return Array(output)
+        return result.output
     }
 }

@@ -12,17 +12,34 @@ public enum ShellCommand {
         try run("/bin/sh", ["-c", command], timeout: timeout)
     }
 
-    /// The same for `executable` with `arguments`, without a shell.
+    /// The same for `executable` with `arguments`, without a shell, in `environment` (this
+    /// process's when nil), reading `input` on stdin (/dev/null when nil).
     @discardableResult
-    public static func run(_ executable: String, _ arguments: [String], timeout: Duration = .seconds(60)) throws -> (status: Int32, output: String, error: String) {
+    public static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
+                           input: [UInt8]? = nil, timeout: Duration = .seconds(60)) throws -> (status: Int32, output: String, error: String) {
+        let result = try runForBytes(executable, arguments, environment: environment, input: input, timeout: timeout)
+        return (result.status, String(decoding: result.output, as: UTF8.self), result.error)
+    }
+
+    /// The same with stdout as the bytes written, for output that need not be UTF-8 (file
+    /// names separated by NULs). `input` is given through a file of the scratch folder, not a
+    /// pipe: no descriptor of this process reaches the child (`BackgroundProcess`).
+    public static func runForBytes(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
+                                   input: [UInt8]? = nil, timeout: Duration = .seconds(60)) throws -> (status: Int32, output: [UInt8], error: String) {
         let scratch = try TemporaryDirectory.make("nimbus-sh")
         defer { try? FileManager.default.removeItem(atPath: scratch) }
-        let process = try BackgroundProcess(executable, arguments, scratch: scratch, separateErrors: true)
+        let inputPath = scratch + "/input"
+        if let input, !FileManager.default.createFile(atPath: inputPath, contents: Data(input)) {
+            throw HarnessFailure("cannot write \(inputPath)")
+        }
+        let process = try BackgroundProcess(executable, arguments, environment: environment, standardInput: input == nil ? nil : inputPath,
+                                            scratch: scratch, separateErrors: true)
         guard process.exitedBlocking(within: timeout) else {
             process.stop()
             throw HarnessFailure("\(([executable] + arguments).joined(separator: " ")) still ran after \(timeout) (killed): \(process.output)\(process.errors)")
         }
-        return (process.status, process.output, process.errors)
+        let output = try Data(contentsOf: URL(fileURLWithPath: process.outputPath))
+        return (process.status, Array(output), process.errors)
     }
 
     /// Makes an executable script (a stand-in program) at `path`. The file is written by a child
