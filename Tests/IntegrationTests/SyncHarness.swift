@@ -21,23 +21,16 @@ enum SyncHarness {
         return seed
     }
 
-    /// Runs a program to completion; returns its exit status and its stdout and stderr together.
-    /// (Foundation's Process, not `ShellCommand`: through ShellCommand's extra shell, setpriv
-    /// and spawning thread, RealNameFaultTests.vanishedCloudCopyGivesEIO's `cat` came, in two
-    /// full runs under load, after the daemon had already removed the placeholder whose cloud
-    /// copy the test deletes: that test is timing-sensitive.)
+    /// Runs a program to completion (`ShellCommand`: no descriptor of the test process leaks
+    /// into it, killed after ten minutes); returns its exit status and its stdout, then its stderr.
     @discardableResult
     static func run(_ executable: String, _ arguments: [String]) -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        do { try process.run() } catch { return (-1, "cannot run \(executable): \(error)") }
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        do {
+            let result = try ShellCommand.run(executable, arguments, timeout: .seconds(600))
+            return (result.status, result.output + result.error)
+        } catch {
+            return (-1, "cannot run \(executable): \(error)")
+        }
     }
 
     /// The path of a system tool (`mount`, `cp`…), wherever this distribution keeps it.
