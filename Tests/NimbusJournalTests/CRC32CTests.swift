@@ -25,7 +25,7 @@ import NimbusTestSupport
 
     @Test func matchesTheDefinitionForEveryLengthAndAlignment() {
         var generator = SeededRandom(seed: 42)
-        let data = randomBytes(count: 300, using: &generator)
+        let data = generator.bytes(300)
         for start in 0..<9 {
             for end in start...data.count {
                 let slice = Array(data[start..<end])

@@ -24,8 +24,8 @@ import Testing
     func aCrashAfterAnyStepRecoversTheCommittedContent(step: Journal.CompactionStep) throws {
         try withTemporaryDirectory { directory in
             var (journal, model) = try Self.committedJournal(directory)
-            #expect(throws: SimulatedCrash.self) {
-                try journal.compact(liveEntries: model.liveEntries) { if $0 == step { throw SimulatedCrash() } }
+            #expect(throws: CompactionCrash.self) {
+                try journal.compact(liveEntries: model.liveEntries) { if $0 == step { throw CompactionCrash() } }
             }
             try journal.close()  // the process dies: descriptors closed, nothing else done
 
@@ -51,8 +51,8 @@ import Testing
     func aFailureAfterTheSnapshotIsInPlaceLetsTheNextCommitStartTheLog(step: Journal.CompactionStep) throws {
         try withTemporaryDirectory { directory in
             var (journal, model) = try Self.committedJournal(directory)
-            #expect(throws: SimulatedCrash.self) {
-                try journal.compact(liveEntries: model.liveEntries) { if $0 == step { throw SimulatedCrash() } }
+            #expect(throws: CompactionCrash.self) {
+                try journal.compact(liveEntries: model.liveEntries) { if $0 == step { throw CompactionCrash() } }
             }
             // The same journal goes on: its next commit must land in a log of the new generation.
             journal.append(remove("new1"))

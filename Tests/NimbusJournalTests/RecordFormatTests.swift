@@ -116,7 +116,8 @@ import NimbusTestSupport
         var generator = SeededRandom(seed: seed)
         let valid = RecordFormat.encode(Self.records)
         for round in 0..<2_000 {
-            let garbage = randomBytes(count: Int.random(in: 0...64, using: &generator), using: &generator)
+            let length = Int.random(in: 0...64, using: &generator)
+            let garbage = generator.bytes(length)
             let (decoded, scan) = Self.scan(garbage)
             #expect(scan.validEnd <= garbage.count, "seed \(seed) round \(round)")
             #expect(decoded.count == scan.recordCount)

@@ -77,7 +77,7 @@ import NimbusTestSupport
                 [0xFF, 0xFF, 0xFF, 0x7F] + [UInt8](repeating: 0xAA, count: 12),
                 [0, 0, 0, 1] + [UInt8](repeating: 0, count: 20),  // 16 MiB claimed, 20 bytes there
                 [UInt8](repeating: 0, count: 4096),  // a zero-filled block, as a crash can leave
-                randomBytes(count: 1000, using: &generator),
+                generator.bytes(1000),
             ]
             for (index, tail) in tails.enumerated() {
                 try Self.checkRecovery(log: log + tail, snapshot: snapshot, in: root, case: "tail\(index)",
@@ -128,10 +128,10 @@ import NimbusTestSupport
             let cases: [(name: String, snapshot: [UInt8]?, log: [UInt8]?)] = [
                 ("snapshot header damaged", badHeader, log),
                 ("snapshot empty", [], log),
-                ("snapshot garbage", randomBytes(count: 500, using: &generator), log),
+                ("snapshot garbage", generator.bytes(500), log),
                 ("log header damaged", snapshot, [0] + log.dropFirst()),
                 ("log empty", snapshot, []),
-                ("log garbage", snapshot, randomBytes(count: 500, using: &generator)),
+                ("log garbage", snapshot, generator.bytes(500)),
                 ("log missing", snapshot, nil),
             ]
             for (index, damage) in cases.enumerated() {

@@ -115,8 +115,6 @@ func testSeed(_ test: String) -> UInt64 {
     return seed
 }
 
-func randomBytes(count: Int, using generator: inout SeededRandom) -> [UInt8] {
-    (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
-}
-
-struct SimulatedCrash: Error {}
+/// Thrown by a test's hook to stop a compaction at one of its steps, as a crash would (not
+/// NimbusSimulation's `SimulatedCrash`, which a crashed `FaultyFileSystem` throws).
+struct CompactionCrash: Error {}
