@@ -133,20 +133,27 @@ public struct RelativePath: Hashable, Sendable, Comparable, CustomStringConverti
     /// Compares the bytes eight at a time (the synthesized `==` compares them one at a time,
     /// which showed up in profiles of path-keyed dictionaries; `memcmp` would need libc).
     public static func == (a: RelativePath, b: RelativePath) -> Bool {
-        a.bytes.withUnsafeBytes { x in
-            b.bytes.withUnsafeBytes { y in
-                guard x.count == y.count else { return false }
+        a.bytes.count == b.bytes.count && firstDifference(a.bytes, b.bytes) == nil
+    }
+
+    /// The first offset below the shorter count where `a` and `b` differ, nil when one starts
+    /// with the other. Equal words are skipped eight bytes at a time: paths that share a long
+    /// folder prefix (a listing of one folder) compare in a few steps instead of one per byte.
+    @inline(__always)
+    static func firstDifference(_ a: [UInt8], _ b: [UInt8]) -> Int? {
+        a.withUnsafeBytes { x in
+            b.withUnsafeBytes { y in
+                let common = Swift.min(x.count, y.count)
                 var offset = 0
-                while offset + 8 <= x.count {
-                    if x.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
-                        != y.loadUnaligned(fromByteOffset: offset, as: UInt64.self) { return false }
+                while offset + 8 <= common
+                    && x.loadUnaligned(fromByteOffset: offset, as: UInt64.self) == y.loadUnaligned(fromByteOffset: offset, as: UInt64.self) {
                     offset += 8
                 }
-                while offset < x.count {
-                    if x[offset] != y[offset] { return false }
+                while offset < common {
+                    if x[offset] != y[offset] { return offset }
                     offset += 1
                 }
-                return true
+                return nil
             }
         }
     }
@@ -161,14 +168,17 @@ public struct RelativePath: Hashable, Sendable, Comparable, CustomStringConverti
 
     public var description: String { displayString(bytes) }
 
-    /// Orders parents before their children, and siblings by bytes ("a" < "a/b" < "a.b").
+    /// Orders parents before their children, and siblings by bytes ("a" < "a/b" < "a.b"): at
+    /// the first byte that differs, "/" comes before any other byte; a path comes before
+    /// the longer ones it starts. The bytes are compared as `==` does, not one by one through
+    /// `zip`: sorting 100 000 paths of one folder took 44.5 s in a debug build on 2 loaded
+    /// cores, 1.5 s this way, and a `list` of 3 000 long names timed out under load
+    /// (`ControlServerTests.listingsLongerThanOneLineArePaged`).
     public static func < (a: RelativePath, b: RelativePath) -> Bool {
-        let slash = UInt8(ascii: "/")
-        for (x, y) in zip(a.bytes, b.bytes) where x != y {
-            if x == slash { return true }
-            if y == slash { return false }
-            return x < y
-        }
-        return a.bytes.count < b.bytes.count
+        guard let offset = firstDifference(a.bytes, b.bytes) else { return a.bytes.count < b.bytes.count }
+        let slash = UInt8(ascii: "/"), x = a.bytes[offset], y = b.bytes[offset]
+        if x == slash { return true }
+        if y == slash { return false }
+        return x < y
     }
 }

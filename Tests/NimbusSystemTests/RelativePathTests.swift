@@ -1,3 +1,4 @@
+import NimbusTestSupport
 import NimbusVocabulary
 import Testing
 @testable import NimbusSystem
@@ -53,4 +54,55 @@ import Testing
             }
         }
     }
+
+    /// The order as it was written first, one byte at a time: the rule `<` must keep.
+    static func referenceLess(_ a: RelativePath, _ b: RelativePath) -> Bool {
+        let slash = UInt8(ascii: "/")
+        for (x, y) in zip(a.bytes, b.bytes) where x != y {
+            if x == slash { return true }
+            if y == slash { return false }
+            return x < y
+        }
+        return a.bytes.count < b.bytes.count
+    }
+
+    /// Random paths from a few bytes around "/" ("." and "0" sort below it in ASCII, "a"
+    /// above), with long shared prefixes so that differences fall inside and after whole
+    /// eight-byte words: `<` agrees with the byte-by-byte rule on every pair.
+    @Test func orderAgreesWithTheByteByByteRule() throws {
+        var random = SeededRandom(seed: 0x5EED_0001)
+        let alphabet = Array("./0a".utf8)
+        let prefixes = ["", "folder/", String(repeating: "p", count: 21), "d/" + String(repeating: "q", count: 14) + "/"]
+        var paths: [RelativePath] = []
+        while paths.count < 400 {
+            var text = prefixes[random.next(below: prefixes.count)]
+            for _ in 0..<random.next(below: 12) { text.append(Character(UnicodeScalar(alphabet[random.next(below: alphabet.count)]))) }
+            if let path = try? RelativePath(validating: text), RelativePath.isCanonical(path.bytes) { paths.append(path) }
+        }
+        for a in paths {
+            for b in paths {
+                #expect((a < b) == Self.referenceLess(a, b), "seed \(random.seed): \(a) < \(b)")
+            }
+        }
+        #expect([rp("a.b"), rp("a/b"), rp("a")].sorted() == [rp("a"), rp("a/b"), rp("a.b")])
+    }
+
+    /// Prints how long sorting 2 000 paths of one folder (a `list` of it) takes with `<` and
+    /// with the byte-by-byte rule, in this build: the figure behind the change of `<`, not a
+    /// check of it (no wall clock is asserted). With 100 000 paths in a debug build, on 2
+    /// loaded cores: 1.5 s against 44.5 s.
+    @Test func sortingTwoThousandPathsOfOneFolder() throws {
+        let folder = "many/" + String(repeating: "p", count: 40) + "-"
+        var random = SeededRandom(seed: 2_000)
+        let paths = try (0..<2_000).map { _ in try RelativePath(validating: folder + String(random.next(below: 1 << 30))) }
+        let clock = ContinuousClock()
+        var sorted: [RelativePath] = []
+        let fast = clock.measure { sorted = paths.sorted() }
+        var reference: [RelativePath] = []
+        let slow = clock.measure { reference = paths.sorted(by: Self.referenceLess) }
+        #expect(sorted == reference)
+        print("[RelativePathTests] sorting 2 000 paths of one folder: RelativePath.< \(fast), byte by byte through zip \(slow)")
+    }
 }
+
+private func rp(_ text: String) -> RelativePath { try! RelativePath(validating: text) }
