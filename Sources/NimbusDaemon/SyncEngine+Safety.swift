@@ -14,20 +14,21 @@ extension SyncEngine {
         }
         let (held, newlyHeldOn) = deletionsToHold(plan, tracked: tracked, alreadyHeld: alreadyHeld, recentDeletions: recent,
                                                   maxPercent: s.maxDeletePercent, minimum: s.massDeleteMinimum)
+        guard !held.isEmpty else { return plan }
+        // Published before it is told: a `status` asked as soon as the log line or the event
+        // is seen must already count what they announce (it read 0 in between).
+        state.withLock { s in
+            let known = Set(s.heldDeletes.map(\.path))
+            s.heldDeletes += held.filter { !known.contains($0.path) }
+            s.publishHeld()
+        }
         for side in newlyHeldOn {
             let holding = plan.deletions(on: side).map(\.path)
             let applied = state.withLock { $0.appliedDeletions.restorable(on: side) }
             log.warning(Self.holdingMessage(holding.count, on: side, applied: applied, tracked: tracked, maxPercent: s.maxDeletePercent))
             emit(.deletionsHeld(on: side, holding, alreadyApplied: applied))
         }
-        guard !held.isEmpty else { return plan }
-        let filtered = withoutHeld(plan, held)
-        state.withLock { s in
-            let known = Set(s.heldDeletes.map(\.path))
-            s.heldDeletes += held.filter { !known.contains($0.path) }
-            s.publishHeld()
-        }
-        return filtered
+        return withoutHeld(plan, held)
     }
 
     static func holdingMessage(_ count: Int, on side: Side, applied: Int, tracked: Int, maxPercent: Int) -> String {

@@ -13,7 +13,8 @@ struct Pair {
     let store = MemoryRecordStore()
     let engine: SyncEngine<MemoryFileSystem>
 
-    init(settings: (inout EngineSettings) -> Void = { _ in }, cloudCapacity: Int64 = 1 << 40) {
+    /// `log`: where the engine logs (nil: nowhere, or stderr with NIMBUS_DEBUG set).
+    init(settings: (inout EngineSettings) -> Void = { _ in }, cloudCapacity: Int64 = 1 << 40, log: Logger? = nil) {
         local = MemoryFileSystem(time: clock.timeSource, device: 1)
         cloud = MemoryFileSystem(time: clock.timeSource, capacity: cloudCapacity, temporaryDirectory: RootMarkers.temporary(for: "laptop"), device: 2)
         var s = EngineSettings(deviceName: "laptop")
@@ -22,7 +23,8 @@ struct Pair {
         s.copyThreads = 1
         settings(&s)
         engine = SyncEngine(local: local, cloud: cloud, store: store, records: [:], clock: clock, settings: s,
-                            log: ProcessInfo.processInfo.environment["NIMBUS_DEBUG"] != nil ? Logger(threshold: .debug, journald: false) : .silent, rootNames: ("L", "C"))
+                            log: log ?? (ProcessInfo.processInfo.environment["NIMBUS_DEBUG"] != nil ? Logger(threshold: .debug, journald: false) : .silent),
+                            rootNames: ("L", "C"))
     }
 
     func content(_ fs: MemoryFileSystem, _ path: String) -> String? {

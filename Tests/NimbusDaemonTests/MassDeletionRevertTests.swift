@@ -1,3 +1,4 @@
+import Synchronization
 import Testing
 import NimbusCore
 import NimbusSimulation
@@ -83,6 +84,37 @@ import NimbusVocabulary
         Self.expectEverythingBack(pair)
         #expect(pair.local.snapshot()[rp("d0")]?.metadata.mode == 0o750 && pair.cloud.snapshot()[rp("d0")]?.metadata.mode == 0o750,
                 "a folder comes back with its mode")
+    }
+
+    /// `status` never contradicts what was told: asked as the "holding" line is logged, or as
+    /// the event reaches a watcher, it already counts the held deletions (it read 0 then, and
+    /// `MassDeleteRevertTests` saw it through the real daemon under load).
+    @Test(arguments: Side.allCases)
+    func theHeldCountIsPublishedBeforeItIsTold(deletedIn side: Side) throws {
+        let told = Told()
+        let pair = Pair(log: Logger(threshold: .warning) { _, message in
+            if message.hasPrefix("holding ") { told.note("log line") }
+        })
+        told.engine.withLock { $0 = pair.engine }
+        pair.engine.onEvent { event in
+            if case .deletionsHeld = event { told.note("event") }
+        }
+        for d in 0..<Self.folders { try pair.local.makeDirectory(rp("d\(d)"), mode: 0o750) }
+        for (d, f) in Self.all { try pair.local.write(rp(Self.name(d, f)), Array(Self.content(d, f).utf8)) }
+        pair.engine.start()
+        for (d, f) in Self.all { try (side == .local ? pair.local : pair.cloud).removeFile(rp(Self.name(d, f))) }
+        pair.sync()
+        #expect(told.lines.withLock { $0 } == ["log line: 300", "event: 300"])
+    }
+
+    /// What the engine's status counted as held each time the deletions were told.
+    final class Told: Sendable {
+        let engine = Mutex<SyncEngine<MemoryFileSystem>?>(nil)
+        let lines = Mutex<[String]>([])
+        func note(_ what: String) {
+            let held = engine.withLock { $0 }?.status.heldDeletes ?? -1
+            lines.withLock { $0.append("\(what): \(held)") }
+        }
     }
 
     @Test func keptLocalFilesAreNeitherUploadedNorListedAndGoOnceTheWindowHasPassed() throws {
