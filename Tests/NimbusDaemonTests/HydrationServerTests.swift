@@ -128,6 +128,10 @@ struct HydrationServerTests {
             #expect(first.status != 0 && first.error.contains("Input/output error"), "\(first)")
             #expect(fixture.filled().isEmpty, "the fill is still stalled")
             gate.signal()
+            // The later reader comes once the fill is over. Sooner, it joins the fill and may
+            // itself wait longer than the 300 ms, for the fill's fsync on a disk that other
+            // builds keep busy: EIO, rightly (failed that way in full runs under load).
+            try Polling.wait("the stalled fill to end once let go") { fixture.filled() == ["stalled"] }
             let second = try ShellCommand.run("cat \(local) > \(fixture.scratch)/out")
             #expect(second.status == 0, "\(second)")
             #expect(try Array(contentsOf: fixture.scratch + "/out") == content)

@@ -17,7 +17,7 @@ final class DiskPair {
     let clock: ManualClock
     let engine: SyncEngine<DiskFileSystem>
 
-    init(device: String = "laptop", settings: (inout EngineSettings) -> Void = { _ in }) throws {
+    init(device: String = "laptop", settings: (inout EngineSettings) -> Void = { _ in }, log: Logger = .silent) throws {
         var template = Array("/tmp/nimbus-sweep-XXXXXX".utf8CString)
         guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else { throw HarnessFailure("mkdtemp failed: errno \(errno)") }
         root = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
@@ -30,7 +30,7 @@ final class DiskPair {
         var engineSettings = EngineSettings(deviceName: device)
         settings(&engineSettings)
         engine = SyncEngine(local: local, cloud: cloud, store: MemoryRecordStore(), records: [:], clock: clock,
-                            settings: engineSettings, log: .silent, rootNames: ("L", "C"))
+                            settings: engineSettings, log: log, rootNames: ("L", "C"))
     }
 
     deinit { _ = try? FileManager.default.removeItem(atPath: root) }
@@ -44,6 +44,13 @@ final class DiskPair {
         try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
                                                 withIntermediateDirectories: true)
         try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        try waitUntilClosedElsewhere(relative)
+    }
+
+    /// Returns once no other process has `relative` (`local/…` or `cloud/…`) open: what a
+    /// child forked by another test while it was written (by the test or by a sync) inherited
+    /// is closed when the child execs, and a sync rightly leaves a file open for writing alone.
+    func waitUntilClosedElsewhere(_ relative: String) throws {
         let parts = relative.split(separator: "/", maxSplits: 1).map(String.init)
         let side = parts[0] == "local" ? local : cloud
         try Polling.wait("no other process to hold \(relative) open", timeout: .seconds(60), interval: .milliseconds(5)) {
