@@ -59,6 +59,7 @@ extension SyncEngine {
             let reported = scope == [.root] ? nil : reportedGone.map(withPlaceholderNames)
             holdUnreportedDeletions(&views, reported: reported, heldInThisSync: &held)
             var plan = makePlan(views)
+            tellSkipped(plan.skipped, views, scope: scope)
             plan = guardDeletes(adapt(plan, views))
             // Placeholder repairs first: what they touch is not in this pass's plan, and is
             // looked at again once they are done.
@@ -139,9 +140,6 @@ extension SyncEngine {
                 }
             }
             plan = reconcile(base: views.base, local: views.local, cloud: views.cloud, hashes: hashes, namer: namer)
-        }
-        for path in plan.skipped where views.base[path] == nil {
-            log.info("skipping \(path): special files (fifos, sockets, devices) are not synced")
         }
         return plan
     }

@@ -97,6 +97,8 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
         /// Files this device created in a cloud whose creates are not exclusive on the server,
         /// to read again when due (`checkCreatesDue`): the hash written and which check is next.
         var createChecks: [RelativePath: (hash: ContentHash, due: MonotonicInstant, check: Int)] = [:]
+        /// The special files the log told about, so that it does not at every pass (`tellSkipped`).
+        var toldSpecialFiles: [RelativePath: ToldSpecialFile] = [:]
     }
 
     public init(local: FS, cloud: FS, store: any RecordStore, records: [RelativePath: PathRecord],
