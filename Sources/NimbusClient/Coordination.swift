@@ -1,6 +1,7 @@
 import FoundationEssentials
 import NimbusSystem
 import NimbusProtocol
+import NimbusVocabulary
 
 /// A path's state changed (an `event` notification of type `state`).
 public struct StateChange: Sendable, Equatable {
@@ -119,7 +120,7 @@ extension NimbusConnection {
             throw NimbusClientError.invalidArgument("the path \"\"", reason: "it names the synced folder itself, not a file")
         }
         let target = localURL(for: path)
-        let temporary = target.deletingLastPathComponent().appendingPathComponent(".nimbus-tmp-write-\(UUID().uuidString)-\(target.lastPathComponent.prefix(64))")
+        let temporary = target.deletingLastPathComponent().appendingPathComponent(Self.temporaryName(for: target.lastPathComponent))
         let lease = try await acquire(path, mode: .exclusive, timeout: timeout)
         do {
             try AtomicReplacement.createEmpty(at: temporary.path, modeLike: target.path)
@@ -131,6 +132,13 @@ extension NimbusConnection {
             throw error
         }
         try await release(lease.lease)
+    }
+
+    /// `.nimbus-tmp-write-UUID-` and the start of the target's name (which helps whoever finds
+    /// one after a crash), at most 64 bytes of it, cut between characters: 119 bytes at most,
+    /// well within NAME_MAX whatever the target's name is.
+    static func temporaryName(for name: String) -> String {
+        ".nimbus-tmp-write-\(UUID().uuidString)-" + String(decoding: FileName.prefix(name.utf8, fitting: 64), as: UTF8.self)
     }
 
     // MARK: State changes

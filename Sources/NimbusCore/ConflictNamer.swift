@@ -15,42 +15,25 @@ public struct ConflictNamer: Sendable {
     }
 
     public func name(for path: RelativePath, taken: (RelativePath) -> Bool) -> RelativePath {
-        let name = path.name
-        // The extension is the part after the last dot, unless the dot starts the name.
-        let dot = name.lastIndex(of: UInt8(ascii: ".")).flatMap { $0 > 0 ? $0 : nil }
-        let stem = Array(name[..<(dot ?? name.endIndex)])
-        let ext = dot.map { Array(name[$0...]) } ?? []
-        let label = " (conflict from \(safeDevice) \(timestamp))"
+        let label = " (conflict from \(deviceInNames) \(timestamp))"
         for attempt in 1... {
             let suffix = attempt == 1 ? label : String(label.dropLast()) + " \(attempt))"
-            let fitted = Self.fitted(stem: stem, label: Array(suffix.utf8), ext: ext)
+            let fitted = FileName.inserting(Array(suffix.utf8), into: path.name)
             guard let candidate = try? path.parent.appending(name: fitted) else { continue }
             if !taken(candidate) { return candidate }
         }
         fatalError("unreachable")
     }
 
-    /// The longest name Linux filesystems take (NAME_MAX), in bytes.
-    static let nameMax = 255
+    /// The most of a device's name that goes into a name Nimbus makes, in bytes. The config
+    /// takes 64 characters, and a character may be many bytes (four for an emoji, more with
+    /// combining marks): in full, such a device name alone would not fit in NAME_MAX. Half of
+    /// it leaves some 90 bytes of the file's own name beside the rest of the label.
+    static let deviceMaxBytes = FileName.maxBytes / 2
 
-    /// `stem + label + ext`, shortened to `nameMax` bytes if it grew past it: the stem first,
-    /// down to its first character; when even that leaves no room (an extension of some 220
-    /// bytes, `a.` and 250 more), the whole name is shortened before the label, extension
-    /// included. A name longer than NAME_MAX cannot be created, and a conflict whose copy
-    /// cannot be made is planned again at once, for ever. A cut never splits a UTF-8 character.
-    static func fitted(stem: [UInt8], label: [UInt8], ext: [UInt8]) -> [UInt8] {
-        let keptStem = prefix(stem, fitting: nameMax - label.count - ext.count)
-        if !keptStem.isEmpty { return keptStem + label + ext }
-        return prefix(stem + ext, fitting: nameMax - label.count) + label
-    }
-
-    /// `bytes` if they fit in `limit`, else their longest prefix within it that does not end
-    /// inside a UTF-8 sequence (the first byte dropped is not a continuation byte).
-    static func prefix(_ bytes: [UInt8], fitting limit: Int) -> [UInt8] {
-        guard bytes.count > limit else { return bytes }
-        var end = max(0, limit)
-        while end > 0, bytes[end] & 0xC0 == 0x80 { end -= 1 }
-        return Array(bytes[..<end])
+    /// `safeDevice`, shortened to `deviceMaxBytes` without splitting a character.
+    public var deviceInNames: String {
+        String(decoding: FileName.prefix(safeDevice.utf8, fitting: Self.deviceMaxBytes), as: UTF8.self)
     }
 
     /// A device name cannot smuggle a slash into a file name.

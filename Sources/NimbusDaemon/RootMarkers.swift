@@ -16,10 +16,17 @@ enum RootMarkers {
 
     /// `.nimbus/tmp/<device>`: where one device's in-flight copies and scratch files go, so
     /// that no other device's sweep takes them. A device name is one path component already
-    /// (no "/", no control characters); "." and ".." are spelled out.
+    /// (no "/", no control characters); "." and ".." are spelled out. The config counts a
+    /// device name's characters, not its bytes: one of more than 255 bytes (64 emoji) keeps its
+    /// start and gets a hash of the whole, so that two devices whose names begin alike still
+    /// have folders of their own (a device sweeps what is in its folder).
     static func temporary(for device: String) -> RelativePath {
-        let name = device == "." || device == ".." ? String(repeating: "_", count: device.count) + "dot" : device
-        return (try? temporary.appending(name: Array(name.utf8))) ?? temporary
+        var name = Array((device == "." || device == ".." ? String(repeating: "_", count: device.count) + "dot" : device).utf8)
+        if name.count > FileName.maxBytes {
+            let hash = String(XXHash64.hash(name), radix: 16)
+            name = FileName.prefix(name, fitting: FileName.maxBytes - 17) + Array(("-" + String(repeating: "0", count: 16 - hash.count) + hash).utf8)
+        }
+        return (try? temporary.appending(name: name)) ?? temporary
     }
 
     enum Check: Equatable {

@@ -11,6 +11,13 @@ enum GuardedRemoval: Equatable {
     case changed
     /// A program has it open for writing: it is back at its name.
     case openForWriting
+
+    /// Where a file waits while its removal is checked: `.nimbus-tmp-TAG` and the first 200
+    /// bytes of its name, cut between characters (a crash leaves it there until the next
+    /// start, and a file manager may show it meanwhile).
+    static func privateName(of name: [UInt8], tag: String) -> [UInt8] {
+        TemporaryName.prefix + Array(tag.utf8) + FileName.prefix(name, fitting: 200)
+    }
 }
 
 extension SyncEngine {
@@ -29,7 +36,7 @@ extension SyncEngine {
     /// it equals the base there, and the base is kept on the other side or in the versions store.
     func removeGuarded(_ path: RelativePath, expected: FileMetadata, tag: String,
                        checkingWriters: Bool, keeping: Bool = false) throws -> GuardedRemoval {
-        let aside = try path.parent.appending(name: TemporaryName.prefix + Array(tag.utf8) + Array(path.name.prefix(200)))
+        let aside = try path.parent.appending(name: GuardedRemoval.privateName(of: path.name, tag: tag))
         try local.rename(path, to: aside, replacing: false)
         let outcome: GuardedRemoval
         if checkingWriters && local.isOpenForWriting(aside) {

@@ -35,7 +35,7 @@ public struct VersionStore: Sendable {
         let nanoseconds = String(wallTime.nanosecondsIntoSecond)
         let stamp = namer.timestamp.replacingSpaces() + "." + String(repeating: "0", count: 9 - nanoseconds.count) + nanoseconds
         let counter = attempt > 1 ? "-\(attempt)" : ""
-        let name = Array("\(stamp)-\(namer.safeDevice)\(counter)\(Self.suffix)".utf8)
+        let name = Array("\(stamp)-\(namer.deviceInNames)\(counter)\(Self.suffix)".utf8)
         return try! RootMarkers.versions.appending(path).appending(name: name)
     }
 

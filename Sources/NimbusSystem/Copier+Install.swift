@@ -122,12 +122,9 @@ struct Installer {
     }
 
     /// `name (number).ext`: the counter before the last extension; a leading dot (`.profile`)
-    /// starts no extension.
+    /// starts no extension. Shortened to fit NAME_MAX as `FileName.inserting` says.
     static func numbered(_ name: SystemPath, _ number: Int) -> SystemPath {
-        let bytes = name.bytes
-        let counter = Array(" (\(number))".utf8)
-        guard let dot = bytes.lastIndex(of: UInt8(ascii: ".")), dot > 0 else { return SystemPath(bytes: bytes + counter) }
-        return SystemPath(bytes: Array(bytes[..<dot]) + counter + Array(bytes[dot...]))
+        SystemPath(bytes: FileName.inserting(Array(" (\(number))".utf8), into: name.bytes))
     }
 
     /// Puts the temporary file at a name nobody holds, in the way `writeProtocol` says.

@@ -5,15 +5,16 @@ import NimbusTestSupport
 import Testing
 
 /// One `nimbusd` of a sync test on `local` and `cloud`, restartable; its log is
-/// `home/nimbusd-DEVICE.log`. Starting, READY=1, stopping and the log are NimbusdProcess's.
+/// `home/nimbusd-TAG.log`. Starting, READY=1, stopping and the log are NimbusdProcess's.
 final class SyncDaemon: NimbusdProcess {
     let device: String
 
-    init(device: String, local: String, cloud: String, stateDirectory: String, home: String) {
+    /// `tag` names its files: the device, or a shorter word for a device name too long for them.
+    init(device: String, tag: String, local: String, cloud: String, stateDirectory: String, home: String) {
         self.device = device
-        super.init(name: "nimbusd " + device, local: local, cloud: cloud, stateDirectory: stateDirectory,
-                   socketPath: stateDirectory + "/ctl.sock", logPath: home + "/nimbusd-" + device + ".log",
-                   notifyPath: home + "/notify-" + device + ".sock")
+        super.init(name: "nimbusd " + tag, local: local, cloud: cloud, stateDirectory: stateDirectory,
+                   socketPath: stateDirectory + "/ctl.sock", logPath: home + "/nimbusd-" + tag + ".log",
+                   notifyPath: home + "/notify-" + tag + ".sock")
     }
 
     /// More options for every launch (`--config FILE`…).

@@ -79,8 +79,10 @@ final class SyncSandbox {
 
     /// A daemon for `local` and `cloud` (folders of this sandbox, created) with its own state.
     func daemon(device: String, local: String = "local", cloud: String = "cloud") throws -> SyncDaemon {
-        let daemon = SyncDaemon(device: device, local: try folder(local), cloud: try folder(cloud),
-                                stateDirectory: root + "/state-" + device, home: root)
+        // Its files are named after the device, unless the name is too long for a socket's path.
+        let tag = device.utf8.count <= 16 ? device : "device\(daemons.count + 1)"
+        let daemon = SyncDaemon(device: device, tag: tag, local: try folder(local), cloud: try folder(cloud),
+                                stateDirectory: root + "/state-" + tag, home: root)
         daemons.append(daemon)
         return daemon
     }

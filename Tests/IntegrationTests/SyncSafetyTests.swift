@@ -44,30 +44,36 @@ struct SyncSafetyTests {
         try await daemon.stop()
     }
 
-    @Test("a conflict on a 252-byte name with a 250-byte extension keeps both versions under names of at most 255 bytes")
-    func conflictOnANameNearNameMax() async throws {
+    /// "a (conflict from alpha …)" and a 251-byte extension cannot both fit in 255 bytes; a
+    /// device name of 64 emoji (256 bytes, which the config takes) fits in no name at all, nor
+    /// in a version's. Such names were made anyway, failed, and the conflict was planned again
+    /// at once, and every replaced cloud file failed to keep its version.
+    @Test("a conflict and a replaced version keep both contents under names of at most 255 bytes",
+          arguments: [("alpha", "a." + String(repeating: "x", count: 250)),
+                      (String(repeating: "😀", count: 64), "report " + String(repeating: "é", count: 100) + ".txt")])
+    func conflictOnANameNearNameMax(device: String, name: String) async throws {
         let sandbox = try SyncSandbox("conflictOnANameNearNameMax")
         defer { sandbox.finish() }
-        let daemon = try sandbox.daemon(device: "alpha")
+        let daemon = try sandbox.daemon(device: device)
         let local = daemon.local, cloud = daemon.cloud
-        // "a (conflict from alpha …)" and the 251-byte extension cannot both fit in 255 bytes:
-        // the copy was named past NAME_MAX, failed, and the conflict was planned again at once.
-        let name = "a." + String(repeating: "x", count: 250)
         try SyncFiles.write(SyncFiles.join(local, name), Array("original\n".utf8))
         try await daemon.start()
         try await sandbox.converge("first sync", local, cloud) { try SyncExpect.file(cloud, name, "original\n") }
+        try SyncFiles.write(SyncFiles.join(local, name), Array("edited once\n".utf8))
+        try await sandbox.converge("an edit replaces the cloud's file", local, cloud) { try SyncExpect.file(cloud, name, "edited once\n") }
         try await daemon.stop()
 
-        try SyncFiles.write(SyncFiles.join(local, name), Array("edited here, on alpha\n".utf8))
+        try SyncFiles.write(SyncFiles.join(local, name), Array("edited here\n".utf8))
         try SyncFiles.write(SyncFiles.join(cloud, name), Array("edited in the cloud\n".utf8))
         try await daemon.start()
+        let label = " (conflict from " + String(device.prefix(8))
         try await sandbox.converge("conflict resolved into two files", local, cloud) {
-            let copies = try SyncFiles.names(in: local).filter { $0.hasPrefix("a") && $0.contains(" (conflict from alpha ") }
-            guard copies.count == 1 else { return "expected one conflict copy of a.xxx… in \(local), found \(copies)" }
+            let copies = try SyncFiles.names(in: local).filter { $0.contains(label) }
+            guard copies.count == 1 else { return "expected one conflict copy of \(name) in \(local), found \(copies)" }
             #expect(copies[0].utf8.count <= 255)
             return try SyncExpect.all(SyncExpect.file(local, name, "edited in the cloud\n"), SyncExpect.file(cloud, name, "edited in the cloud\n"),
-                                      SyncExpect.file(local, copies[0], "edited here, on alpha\n"),
-                                      SyncExpect.file(cloud, copies[0], "edited here, on alpha\n"))
+                                      SyncExpect.file(local, copies[0], "edited here\n"),
+                                      SyncExpect.file(cloud, copies[0], "edited here\n"))
         }
         #expect(daemon.logLines(containing: "name is too long").isEmpty, "the daemon tried names too long:\n\(sandbox.logs(lines: 10))")
         try await daemon.stop()

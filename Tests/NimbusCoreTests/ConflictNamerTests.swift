@@ -49,3 +49,14 @@ struct ConflictNamerTests {
         }
     }
 }
+
+/// A device name the config takes (64 characters) may be 256 bytes and more: alone it would
+/// not fit in a name. Its first 127 bytes go into the label, cut between characters.
+struct ConflictNamerDeviceTests {
+    @Test func aDeviceNameOf64FourByteCharactersIsShortenedInTheLabel() throws {
+        let namer = ConflictNamer(device: String(repeating: "😀", count: 64), wallTime: .origin)
+        let copy = namer.name(for: try RelativePath(validating: "report.pdf")) { _ in false }
+        #expect(String(validating: copy.name, as: UTF8.self)
+                == "report (conflict from " + String(repeating: "😀", count: 31) + " 1970-01-01 000000).pdf")
+    }
+}
