@@ -105,11 +105,13 @@ extension PairRuntime {
         guard !paused, let batch = batcher.batcher.take(now: now) else { return }
         switch batch {
         case .everything:
+            log.debug("pass: everything (a rescan)")
             loadIgnoreRules()
             batcher.reportedGone = []
             engine.sync(nil)
             workSinceTrim += Self.trimAfterWork
         case .paths(let paths):
+            log.debug("pass: \(paths.count) path(s) the watchers reported\(paths.first.map { ", such as \($0)" } ?? "")")
             if paths.contains(RootMarkers.ignoreFile) { loadIgnoreRules() }
             engine.sync(paths, reportedGone: batcher.reportedGone)
             batcher.reportedGone.subtract(paths)

@@ -160,11 +160,20 @@ extension PairRuntime {
         let now = clock.monotonicNow
         let events = events.pairingMoves()
         let movedIn = Self.foldersMovedIn(events)
+        // Folders the engine uploaded whole arrive by a rename: what the watcher found in them
+        // is the engine's own, unless it is not what the journal recorded (`SyncEngine+Echoes`).
+        let ownFolders = side == .cloud ? movedIn.filter { engine.isOwnEcho($0, on: side) } : Set()
         for event in events {
             // What the watcher found in a folder moved in whole (a folder made elsewhere, an
             // upload's staging folder published): the folder's own hint brings all of it in
             // scope, with one listing, rather than a look and a pass per entry (issue 15).
-            if !movedIn.isEmpty, case .created = event.kind, Self.isBeneath(event.path, movedIn) { continue }
+            if !movedIn.isEmpty, case .created = event.kind, Self.isBeneath(event.path, movedIn) {
+                if Self.isBeneath(event.path, ownFolders) && !engine.isAsRecorded(event.path, on: side) {
+                    batcher.batcher.add(.settled(event.path), now: now)
+                }
+                continue
+            }
+            if event.kind.mayEchoOwnChange, engine.isOwnEcho(event.path, on: side) { continue }
             switch event.kind {
             case .created where !event.isDirectory:
                 // A new file is usually still open for writing; links and symlinks are not.

@@ -41,6 +41,7 @@ extension SyncEngine {
         guard !isStopping, rootsAreReady() else { return }
         setPhase(.syncing)
         defer { setPhase(.idle) }
+        forgetEchoes()
         var scope = scopeRoots(paths.map(withPlaceholderNames).map(withHardLinkNames))
         // A pass normally settles in one round; a second one follows only when something
         // changed under our feet (an expectation failed) or a conflict moved a file.

@@ -24,13 +24,14 @@ extension SyncEngine {
             defer { s.pendingMarks = [] }
             return s.pendingMarks
         }
-        markStates(marks.compactMap { mark in
+        let written = markStates(marks.compactMap { mark in
             let (record, transient) = state.withLock { ($0.index[mark.path], $0.transient[mark.path]) }
             // Gone since, or a placeholder now (evicted): whatever made it so wrote its mark.
             guard let record, !record.isPlaceholder, record.base.kind == .file,
                   let now = Self.describe(mark.path, current: nil, record: record, transient: transient)?.state else { return nil }
             return (mark.path, now, mark.isUnmarked && now == .downloaded)
         })
+        expectEchoes(of: written, on: .local)
         if store.marksMayBeMissing { store.marksMayBeMissing = false }
     }
 

@@ -120,6 +120,7 @@ extension SyncEngine {
                 handle(error, for: action, again: &again)
             }
         }
+        expectEchoes(of: staging.folders.lazy.filter { published.contains($0.root) }.map(\.path), on: .cloud)
         return published
     }
 

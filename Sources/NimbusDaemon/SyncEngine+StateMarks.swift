@@ -33,14 +33,23 @@ extension SyncEngine {
         markStates([(path, fileState, isUnmarked)])
     }
 
-    /// `markState` for several files; the read-only ones among them are lent the write bit together.
-    func markStates(_ marks: [(path: RelativePath, state: FileState, isUnmarked: Bool)]) {
+    /// `markState` for several files; the read-only ones among them are lent the write bit
+    /// together. Returns the files whose mark was written with a single setxattr, which
+    /// inotify reports back (`SyncEngine+Echoes`).
+    @discardableResult
+    func markStates(_ marks: [(path: RelativePath, state: FileState, isUnmarked: Bool)]) -> [RelativePath] {
         var readOnly: [(file: FileMetadata, path: RelativePath, value: [UInt8])] = []
+        var written: [RelativePath] = []
         for mark in marks {
             let value = Array(mark.state.name.utf8)
-            if let file = writeMark(value, of: mark.path, isUnmarked: mark.isUnmarked) { readOnly.append((file, mark.path, value)) }
+            switch writeMark(value, of: mark.path, isUnmarked: mark.isUnmarked) {
+            case .written: written.append(mark.path)
+            case .needsTheWriteBit(let file): readOnly.append((file, mark.path, value))
+            case .notWritten: break
+            }
         }
         if !readOnly.isEmpty { markLendingTheWriteBit(readOnly) }
+        return written
     }
 
     /// Marks a download's temporary file `downloaded` before it takes its name. A read-only one
@@ -49,7 +58,7 @@ extension SyncEngine {
     /// cannot be set back: the copy must not be installed with the lent mode.
     func markTemporary(_ temporary: RelativePath, durable: Bool) throws {
         let value = Array(FileState.downloaded.name.utf8)
-        guard let file = writeMark(value, of: temporary, isUnmarked: true) else { return }
+        guard case .needsTheWriteBit(let file) = writeMark(value, of: temporary, isUnmarked: true) else { return }
         do {
             try local.setAttributes(temporary, mode: Self.writable(file.mode), mtime: nil)
             try local.setExtendedAttribute(Placeholder.stateAttribute, of: temporary, to: value)
@@ -65,18 +74,28 @@ extension SyncEngine {
 
     static func writable(_ mode: UInt32) -> UInt32 { mode | 0o200 }
 
-    /// Writes the mark unless it is there already. Returns the file's metadata when the file
-    /// refused it for want of its owner's write bit (a regular file without it), for the
-    /// caller to lend it the bit; nil otherwise (written, or another failure, logged).
-    private func writeMark(_ value: [UInt8], of path: RelativePath, isUnmarked: Bool) -> FileMetadata? {
-        guard attributesSupported.load(ordering: .relaxed) else { return nil }
+    private enum MarkOutcome {
+        case written
+        /// Refused for want of its owner's write bit (a regular file without it), for the
+        /// caller to lend it the bit.
+        case needsTheWriteBit(FileMetadata)
+        /// There already, or another failure (logged).
+        case notWritten
+    }
+
+    /// Writes the mark unless it is there already.
+    private func writeMark(_ value: [UInt8], of path: RelativePath, isUnmarked: Bool) -> MarkOutcome {
+        guard attributesSupported.load(ordering: .relaxed) else { return .notWritten }
         do {
-            if !isUnmarked, try local.extendedAttribute(Placeholder.stateAttribute, of: path) == value { return nil }
+            if !isUnmarked, try local.extendedAttribute(Placeholder.stateAttribute, of: path) == value { return .notWritten }
             try local.setExtendedAttribute(Placeholder.stateAttribute, of: path, to: value)
+            return .written
         } catch let error as SystemError where error.errno == .noSuchFile {
-            return nil  // Not here (yet): a download in progress, a file just deleted.
+            return .notWritten  // Not here (yet): a download in progress, a file just deleted.
         } catch let error as SystemError where error.errno == .permissionDenied {
-            if let file = try? local.metadata(of: path), file.kind == .file, Self.writable(file.mode) != file.mode { return file }
+            if let file = try? local.metadata(of: path), file.kind == .file, Self.writable(file.mode) != file.mode {
+                return .needsTheWriteBit(file)
+            }
             log.debug("cannot write \(Placeholder.stateAttribute) of \(path): \(error)")
         } catch let error as SystemError where error.errno == .notSupported && !path.isRoot && rootKeepsAttributes() {
             // One entry that keeps none (a file just replaced by a symlink, as `tar x` does):
@@ -88,7 +107,7 @@ extension SyncEngine {
         } catch {
             log.debug("cannot write \(Placeholder.stateAttribute) of \(path): \(error)")
         }
-        return nil
+        return .notWritten
     }
 
     /// Read-only files: noted, lent the write bit, marked, given their modes back (durably:

@@ -94,6 +94,9 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
         var pendingMarks: [(path: RelativePath, isUnmarked: Bool)] = []
         /// The first pass leaves its marks for the runtime, which writes them after READY=1.
         var marksWaitForRuntime = false
+        /// What this engine changed since its last pass began, whose events are its own
+        /// (`SyncEngine+Echoes`).
+        var echoes: Set<SidePath> = []
         /// Files this device created in a cloud whose creates are not exclusive on the server,
         /// to read again when due (`checkCreatesDue`): the hash written and which check is next.
         var createChecks: [RelativePath: (hash: ContentHash, due: MonotonicInstant, check: Int)] = [:]

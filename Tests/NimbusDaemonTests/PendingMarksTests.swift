@@ -79,6 +79,36 @@ import NimbusVocabulary
                 "noted with the pass's commit, cleared with the next one")
     }
 
+    /// Each mark written is reported back by inotify (`IN_ATTRIB`): that echo alone brings no
+    /// pass over the file, but a change the user made meanwhile, which inotify may have merged
+    /// into the echo, still does (`SyncEngine+Echoes`).
+    @Test func theEchoOfAMarkBringsNoPassButAChangeMergedIntoItDoes() throws {
+        let pair = try Self.withFiles()
+        // Files written well before the pass, as a user's usually are: their records are not
+        // ambiguous, which would make any event worth a look.
+        pair.clock.advance(by: .seconds(1))
+        let runtime = pair.runtime
+        runtime.begin()
+        defer { runtime.finish() }
+        #expect(runtime.step())
+        for path in Self.files { #expect(Self.mark(pair, path) == "downloaded", "\(path)") }
+        // Paused, the runtime takes events in but starts no pass: its batcher shows the hints.
+        runtime.setPaused(true)
+        try pair.local.setAttributes(rp("d/e/c"), mode: 0o600, mtime: nil)
+        let echo = { (path: String) in WatchEvent(.attributesChanged, rp(path), isDirectory: false) }
+        pair.watcher(.local)?.push(Self.files.map(echo))
+        try pair.stepUntil("the events are taken in") { runtime.batcher.batcher.nextDeadline != nil }
+        pair.clock.advance(by: runtime.options.quietPeriod * 2)
+        #expect(runtime.batcher.batcher.take(now: pair.clock.monotonicNow) == .paths([rp("d/e/c")]),
+                "only the file whose mode changed is looked at again")
+        try pair.local.setAttributes(rp("a"), mode: nil, mtime: 12_345)
+        pair.watcher(.local)?.push([echo("a")])
+        try pair.stepUntil("the second event is taken in") { runtime.batcher.batcher.nextDeadline != nil }
+        pair.clock.advance(by: runtime.options.quietPeriod * 2)
+        #expect(runtime.batcher.batcher.take(now: pair.clock.monotonicNow) == .paths([rp("a")]),
+                "a file touched after its mark is looked at again")
+    }
+
     /// The note survives a reopen of the journal, and so does its removal.
     @Test func theJournalKeepsTheNoteAcrossAReopen() throws {
         let folder = try TemporaryDirectory.make("nimbus-marks")
