@@ -60,7 +60,7 @@ public final class ControlServer: @unchecked Sendable {
         self.log = log
         self.limits = limits
         self.daemonUID = ProcessSupport.userID
-        UnixStreamSocket.ignoreBrokenPipeSignals()
+        ProcessSupport.ignoreBrokenPipes()
         try ControlSocketDirectory.prepare(forSocket: socketPath, uid: daemonUID)
         listener = try UnixStreamSocket.listen(at: socketPath)
         listenerInode = try? UnixStreamSocket.ownership(of: socketPath)?.inode

@@ -24,6 +24,9 @@ public enum DaemonMain {
         // Held back until the signal thread takes them (`handleSignals`): a SIGTERM that comes
         // before it exists, or lands on another thread, waits instead of being lost.
         ProcessSupport.blockSignals(handledSignals)
+        // Before the first log line: a log whose reader went away (stderr a closed pipe
+        // outside systemd) must not end the daemon with SIGPIPE (exit 141).
+        ProcessSupport.ignoreBrokenPipes()
         let launch: DaemonLaunch
         do {
             launch = try DaemonArguments.resolve(

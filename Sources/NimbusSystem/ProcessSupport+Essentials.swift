@@ -14,6 +14,15 @@ extension ProcessSupport {
         try? FileDescriptor(rawValue: fd).writeAll(Array(text.utf8))
     }
 
+    /// Makes writing to a vanished reader an `EPIPE` error instead of a fatal SIGPIPE for the
+    /// whole process. Sockets already send with `MSG_NOSIGNAL`; this also covers pipes, such
+    /// as a log on stderr whose reader went away (`nimbusd … 2>&1 | head`, a terminal's
+    /// closed pipe outside systemd): `write` above then fails and the line is dropped.
+    /// Children get default actions again (`ChildProcess.spawn`). The C function is `signal`.
+    public static func ignoreBrokenPipes() {
+        _ = Glibc.signal(SIGPIPE, SIG_IGN)
+    }
+
     /// The local time's offset from UTC now, in seconds (daylight saving included).
     /// The corresponding C function is `localtime_r`.
     public static var utcOffsetSeconds: Int {

@@ -44,12 +44,3 @@ extension UnixStreamSocket {
         try? Sys.unlinkat(AT_FDCWD, SystemPath(path), 0)
     }
 }
-
-extension UnixStreamSocket {
-    /// Makes writing to a vanished reader an `EPIPE` error instead of a fatal SIGPIPE for the
-    /// whole process. Sockets already send with `MSG_NOSIGNAL`; this also covers pipes, such
-    /// as a log on stderr whose reader went away. The C function is `signal`.
-    public static func ignoreBrokenPipeSignals() {
-        _ = Glibc.signal(SIGPIPE, SIG_IGN)
-    }
-}
