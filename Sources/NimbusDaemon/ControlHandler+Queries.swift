@@ -33,6 +33,11 @@ extension ControlHandler {
 
     func hello(_ request: ControlRequest) throws {
         let params = try params(HelloParams.self, request) ?? HelloParams()
+        // An empty list is a mistake of the client's, not a version mismatch: said as one.
+        guard !params.versions.isEmpty else {
+            throw RPCError(.invalidParams, "invalid parameters for hello", reason: "versions: the list is empty; it must name the protocol versions the client speaks",
+                           suggestion: "send the versions the client speaks, such as \"versions\": [\(ProtocolVersion.supported.map(String.init).joined(separator: ", "))] (the ones this daemon speaks)")
+        }
         guard let version = Set(params.versions).intersection(ProtocolVersion.supported).max() else {
             throw RPCError(.notSupported, "no common protocol version",
                            reason: "the daemon speaks protocol \(ProtocolVersion.supported.map(String.init).joined(separator: ", ")), the client \(params.versions.map(String.init).joined(separator: ", "))",

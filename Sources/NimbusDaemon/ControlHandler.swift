@@ -163,7 +163,9 @@ final class ControlHandler {
         do {
             return try decoder.decode(ParamsOf<P>.self, from: request.data).params
         } catch let error as DecodingError {
-            throw RPCError(.invalidParams, "invalid parameters for \(request.method.rawValue)", reason: Self.explain(error),
+            let unrepresentable = ParameterNumbers.isUnlocated(error)
+                ? ParameterNumbers.explainUnrepresentable(type, request: request.data, decoder: decoder) : nil
+            throw RPCError(.invalidParams, "invalid parameters for \(request.method.rawValue)", reason: unrepresentable ?? Self.explain(error),
                            suggestion: "see PROTOCOL.md for the parameters of \(request.method.rawValue)")
         }
     }

@@ -57,6 +57,9 @@ struct VersionsCommandTests {
                 #expect(newest.stdout.contains("Would restore 1 file of docs:"), "only a.txt differs from its newest version: \(newest)")
                 let badTime = try await d.ctl(["restore", "docs", "--at", "last tuesday"])
                 #expect(badTime.status == 2 && badTime.stderr.contains("cannot read the time"), "\(badTime)")
+                let negative = try await d.ctl(["restore", "docs", "--at", "-2h"])
+                #expect(negative.status == 2 && negative.stderr.contains("invalid value '-2h' for --at: how long ago must be 0 or more"),
+                        "a negative duration is out of range, not a missing value: \(negative)")
 
                 let prune = try await d.ctl(["prune"])
                 #expect(prune.status == 0 && prune.stdout.hasPrefix("Nothing to prune; "), "\(prune)")

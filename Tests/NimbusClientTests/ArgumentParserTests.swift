@@ -22,6 +22,8 @@ struct ArgumentParserTests {
         ("versions --all", .versions(path: nil, all: true)),
         ("versions --all Docs", .versions(path: "Docs", all: true)),
         ("restore docs --at 2h --dry-run", .restore(path: "docs", version: nil, to: nil, at: "2h", dryRun: true)),
+        // A negative number is the option's value (its own check refuses it), not an option.
+        ("restore docs --at -2h", .restore(path: "docs", version: nil, to: nil, at: "-2h")),
         ("prune", .prune),
         ("restore notes.txt", .restore(path: "notes.txt", version: nil, to: nil)),
         ("restore notes.txt --version 3 --to old.txt", .restore(path: "notes.txt", version: "3", to: "old.txt")),

@@ -118,4 +118,27 @@ extension FakeControlContext: PairResidency {
         #expect(try client.result("download", #"{"path":"a.txt"}"#)["state"]?.string == "downloaded")
         #expect(pair.asked == ["sync", "confirmDeletes", "download a.txt explicit"])
     }
+
+    /// A parameter out of range is `invalid_params` whose reason names it, never an odd
+    /// sentence: an empty `versions` list gave "the client " and a version mismatch.
+    @Test func outOfRangeParametersAreNamed() throws {
+        let pair = FakeControlContext()
+        let (server, client) = try Self.serve(pair)
+        defer { server.stop() }
+        let calls: [(method: String, params: String, names: String)] = [
+            ("hello", #"{"versions":[]}"#, "versions: the list is empty"),
+            ("hello", #"{"versions":[1.5]}"#, "versions[0]: expected an integer"),
+            ("list", #"{"limit":0}"#, "limit: 0 is not between 1 and"),
+            ("list", #"{"limit":-3}"#, "limit: -3 is not between 1 and"),
+            ("acquire", #"{"path":"a.txt","mode":"shared","timeoutSeconds":-1}"#, "timeoutSeconds: -1"),
+            ("release", #"{"lease":-1}"#, "lease:"),
+        ]
+        for call in calls {
+            let answer = try client.call(call.method, call.params)
+            let reason = answer["error"]?["data"]?["reason"]?.string ?? ""
+            #expect(answer.errorName == "invalid_params" && reason.contains(call.names), "\(call.method) \(call.params) → \(answer)")
+            #expect(answer["error"]?["data"]?["suggestion"]?.string?.isEmpty == false, "\(answer)")
+        }
+        #expect(try client.result("hello", #"{"versions":[1]}"#)["version"]?.int == 1, "the connection still serves")
+    }
 }

@@ -47,7 +47,7 @@ enum ArgumentParser {
                 if option.takesValue {
                     if let inline {
                         value = inline
-                    } else if index < arguments.count, !looksLikeOption(arguments[index]) {
+                    } else if index < arguments.count, !looksLikeOption(arguments[index]) || looksNegative(arguments[index]) {
                         value = arguments[index]
                         index += 1
                     }
@@ -65,6 +65,14 @@ enum ArgumentParser {
     /// custom, and here is a path).
     static func looksLikeOption(_ word: String) -> Bool {
         word.hasPrefix("-") && word != "-"
+    }
+
+    /// "-1", "-0.5", "-2h": a value that is out of range, not an option (no option starts
+    /// with a digit), so that the option's own check says what it accepts instead of
+    /// "--wait needs a value".
+    static func looksNegative(_ word: String) -> Bool {
+        guard word.hasPrefix("-"), let next = word.dropFirst().first else { return false }
+        return next.isASCII && (next.isNumber || next == ".")
     }
 
     /// `--state=x` → [("--state", "x")]; `-rh` → [("-r", nil), ("-h", nil)].

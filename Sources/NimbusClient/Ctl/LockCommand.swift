@@ -55,9 +55,13 @@ enum LockCommand {
             throw .invalid("the command to run is empty", reason: "expected a program name after '--'", command: spec)
         }
         if let wait = words.value("wait") {
-            guard let seconds = Double(wait), seconds.isFinite, seconds >= 0 else {
+            guard let seconds = Double(wait), seconds.isFinite else {
                 throw .invalid("invalid value '\(wait)' for --wait",
                                reason: "expected a number of seconds, 0 or more (such as 5 or 0.5)", command: spec)
+            }
+            guard seconds >= 0 else {
+                throw .invalid("invalid value '\(wait)' for --wait: it must be 0 or more",
+                               reason: "--wait is how many seconds to wait for the path (0: only if it is free now)", command: spec)
             }
         }
     }

@@ -54,6 +54,11 @@ struct Session: Sendable {
             let relative = try resolver.protocolPath(path)
             let destination = try target.map { WirePath(try resolver.protocolPath($0)) }
             let time = try at.map { text in
+                if Format.trimmedOfSpaces(text).hasPrefix("-") {
+                    throw UsageError(message: "invalid value '\(text)' for --at: how long ago must be 0 or more",
+                                     reason: "a duration counts back from now: 2h is two hours ago",
+                                     suggestion: "nimbusctl restore \(ShellWord.quote(path)) --at \(ShellWord.quote(String(Format.trimmedOfSpaces(text).dropFirst())))")
+                }
                 guard let ns = Format.parseTime(text, now: context.now, utcOffsetSeconds: context.utcOffsetSeconds) else {
                     throw UsageError(message: "cannot read the time '\(text)' of --at",
                                      reason: "expected a date and time such as 2024-03-01 14:30 or 2024-03-01 14:30:05.25 (local time), 2024-03-01T14:30:00Z (UTC), or how long ago such as 2h, 30min, 3d",
