@@ -12,6 +12,17 @@ extension Action {
         }
     }
 
+    /// Whether what the action changes must wait for a flush before the journal's commit that
+    /// records it (`SyncEngine.commit`): every change of a name or a mode. Copies and written
+    /// placeholders are durable on their own (file and folder fsynced) or through their
+    /// batch's flushes (`installBatch`); the others change only records.
+    var awaitsFlushBeforeCommit: Bool {
+        switch self {
+        case .copy, .writePlaceholder, .record, .forget, .rebase, .adoptPlaceholder, .adoptLocalFile: false
+        default: true
+        }
+    }
+
     /// Whether the action may run while a batch's copies are being prepared on other threads
     /// (`SyncEngine+CopyWorkers`): another batched copy, or a new folder (creating a folder
     /// changes nothing a copy reads or keeps open). Anything else waits for them.
@@ -99,6 +110,10 @@ extension SyncEngine {
                 continue
             }
             defer { handles.forEach(locks.unlock) }
+            // Before the action, so that one failing halfway is flushed too: a record kept after
+            // a crash that lost the rename it describes would take the missing name for a
+            // deletion and propagate it (the flush is one per filesystem, for the whole pass).
+            if action.awaitsFlushBeforeCommit, let side = action.side { state.withLock { $0.changesAwaitFlush.insert(side) } }
             do {
                 let waiting = batch?.count
                 try lendFolders(for: action)
@@ -191,10 +206,9 @@ extension SyncEngine {
             try expect(path, on: side, expected)
             if source.kind == .directory, try setFolderMode(path, on: side, source: source, expected: expected) { return }
             let isSymlink = source.kind == .symlink
+            // Flushed before the commit that records it (`awaitsFlushBeforeCommit`): a chmod lost
+            // in a crash, under a record that says it was made, would be taken for a change back.
             try system(side).setAttributes(path, mode: isSymlink ? nil : source.mode, mtime: isSymlink ? source.mtime : nil)
-            // Flushed before the commit that records it: a chmod lost in a crash, under a record
-            // that says it was made, would be taken for a change back and propagated.
-            if !isSymlink { state.withLock { $0.modesAwaitFlush.insert(side) } }
             try recordWrite(path, on: side, source: source)
         case .record(let path, let l, let c, let hash):
             let base = BaseEntry(local: l, cloud: c, hash: hash, isAmbiguous: isFresh(l))

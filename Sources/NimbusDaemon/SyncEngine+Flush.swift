@@ -21,7 +21,7 @@ extension SyncEngine {
             }
         }
         noteLocalMarkerFlushed(by: sides.subtracting(failed.keys))
-        state.withLock { $0.modesAwaitFlush.subtract(sides.subtracting(failed.keys)) }
+        state.withLock { $0.changesAwaitFlush.subtract(sides.subtracting(failed.keys)) }
         return failed
     }
 

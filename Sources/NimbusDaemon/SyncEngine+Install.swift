@@ -177,7 +177,10 @@ extension SyncEngine {
         }
         // What is left of the folders not published: empty once their copies are installed.
         removeStagingFolders(staging, except: published)
-        // Then the names, before the journal records them (it commits after the pass).
-        for (side, error) in flush(sides.subtracting(failed.keys)) { log.error("cannot flush the \(side) folder: \(error)") }
+        // Then the names, before the journal records them (it commits after the pass): a side
+        // whose flush fails stays to be flushed, and the commit waits for it.
+        let installed = sides.subtracting(failed.keys)
+        state.withLock { $0.changesAwaitFlush.formUnion(installed) }
+        for (side, error) in flush(installed) { log.error("cannot flush the \(side) folder: \(error)") }
     }
 }

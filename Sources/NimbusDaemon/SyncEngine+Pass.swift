@@ -171,11 +171,13 @@ extension SyncEngine {
             return holdCommit("cannot flush the local folder: \(error). The journal is written once it can be (tried again "
                 + "after a pause that grows up to 5 minutes); until then, changes are re-checked at the next start.")
         }
-        // Modes set by the pass, unless a batch's flush of the names made them durable already.
-        let modes = state.withLock { $0.modesAwaitFlush }
-        if !modes.isEmpty, let (side, error) = flush(modes).first {
-            return holdCommit("cannot flush the \(side) folder after setting modes there: \(error). The journal is written once it "
-                + "can be (tried again after a pause that grows up to 5 minutes); until then, changes are re-checked at the next start.")
+        // Names and modes the pass changed (`Action.awaitsFlushBeforeCommit`), unless a batch's
+        // flush of the names made them durable already: one syncfs per filesystem, not an
+        // fsync per folder touched (1 000 renames in 100 folders: 4 ms against 320 ms here).
+        let changed = state.withLock { $0.changesAwaitFlush }
+        if !changed.isEmpty, let (side, error) = flush(changed).first {
+            return holdCommit("cannot flush the \(side) folder after changing names or modes there: \(error). The journal is written "
+                + "once it can be (tried again after a pause that grows up to 5 minutes); until then, changes are re-checked at the next start.")
         }
         // Marks written after this commit are lost in a crash before them: the note makes the
         // next start write them all again.

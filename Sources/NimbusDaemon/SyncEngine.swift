@@ -82,9 +82,10 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
         /// A local marker was written and the local filesystem not flushed since: the
         /// journal's next commit waits for that flush (`RootMarkers.check`).
         var localMarkerAwaitsFlush = false
-        /// The sides where a pass set modes (`.setMode`) not flushed since: the next commit
-        /// flushes them first, one flush for all of them (`SyncEngine.commit`).
-        var modesAwaitFlush: Set<Side> = []
+        /// The sides where a pass changed names (a rename, a removal, a new folder or symlink,
+        /// a placeholder's) or set modes, not flushed since: the next commit flushes them
+        /// first, one flush per filesystem for all of them (`SyncEngine.commit`).
+        var changesAwaitFlush: Set<Side> = []
         /// A commit failed (the local folder's flush before it, or the journal's write), its
         /// records still held: when it is tried again, and how many tries failed in a row
         /// (`retryCommitIfDue`).

@@ -76,22 +76,24 @@ import NimbusVocabulary
 }
 
 /// A pair whose first sync uploads a few files in one batch, its folders on one filesystem
-/// or on two, with a journal that notes how often each folder was flushed at each commit.
+/// or on two, with a journal that notes how often each folder was flushed at each commit,
+/// and a trace of what both folders and the journal did, in order (`local`, `cloud`, `journal`).
 struct UploadingPair {
     static let names = ["a", "b", "c"]
     let clock = ManualClock()
+    let trace = OperationTrace()
     let local: FaultyFileSystem<MemoryFileSystem>
     let cloud: FaultyFileSystem<MemoryFileSystem>
     let store: FlushNotingStore
     let engine: SyncEngine<FaultyFileSystem<MemoryFileSystem>>
 
     init(sameFilesystem: Bool, log: Logger = .silent) {
-        local = FaultyFileSystem(MemoryFileSystem(time: clock.timeSource, device: 1))
+        local = FaultyFileSystem(MemoryFileSystem(time: clock.timeSource, device: 1), trace: (trace, "local"))
         cloud = FaultyFileSystem(MemoryFileSystem(time: clock.timeSource, temporaryDirectory: RootMarkers.temporary(for: "laptop"),
-                                                  device: sameFilesystem ? 1 : 2))
+                                                  device: sameFilesystem ? 1 : 2), trace: (trace, "cloud"))
         for name in Self.names { try! local.base.write(rp("up/\(name)"), Array("up \(name)".utf8)) }
         let (local, cloud) = (local, cloud)
-        store = FlushNotingStore { (local.calls(.synchronize), cloud.calls(.synchronize)) }
+        store = FlushNotingStore(trace: trace) { (local.calls(.synchronize), cloud.calls(.synchronize)) }
         var settings = EngineSettings(deviceName: "laptop")
         settings.batchThreshold = 2
         settings.copyThreads = 1  // As `Pair`: memory filesystems replay in order.
@@ -99,29 +101,42 @@ struct UploadingPair {
                             settings: settings, log: log, rootNames: ("L", "C"))
     }
 
+    func faulty(_ side: Side) -> FaultyFileSystem<MemoryFileSystem> { side == .local ? local : cloud }
+
     var isSynced: Bool {
         Self.names.allSatisfy { (try? cloud.base.readFile(rp("up/\($0)"), limit: 100)) == Array("up \($0)".utf8) }
     }
 }
 
-/// `MemoryRecordStore`, noting the flushes made so far at each commit that wrote records.
+/// `MemoryRecordStore`, noting the flushes made so far at each commit that wrote records, and
+/// in `trace` (as `journal`) each such `commit` and each write of the note of lent modes.
 /// Who owns what: the engine's thread, as `MemoryRecordStore`.
 final class FlushNotingStore: RecordStore, @unchecked Sendable {
     let memory = MemoryRecordStore()
+    let trace: OperationTrace?
     let flushes: () -> (local: Int, cloud: Int)
     private(set) var flushesAtCommits: [(local: Int, cloud: Int)] = []
     private var hasPending = false
 
-    init(flushes: @escaping () -> (local: Int, cloud: Int)) { self.flushes = flushes }
+    init(trace: OperationTrace? = nil, flushes: @escaping () -> (local: Int, cloud: Int)) {
+        self.trace = trace
+        self.flushes = flushes
+    }
 
     func put(_ path: RelativePath, _ record: PathRecord) { hasPending = true; memory.put(path, record) }
     func remove(_ path: RelativePath) { hasPending = true; memory.remove(path) }
     func commit() throws {
-        if hasPending { flushesAtCommits.append(flushes()) }
+        if hasPending {
+            flushesAtCommits.append(flushes())
+            trace?.append("journal", "commit")
+        }
         hasPending = false
         try memory.commit()
     }
     func compactIfNeeded(_ all: @autoclosure () -> [(key: RelativePath, value: PathRecord)]) throws {}
     func lentModes() throws -> [LentMode] { try memory.lentModes() }
-    func noteLentModes(_ entries: [LentMode]) throws { try memory.noteLentModes(entries) }
+    func noteLentModes(_ entries: [LentMode]) throws {
+        try memory.noteLentModes(entries)
+        trace?.append("journal", "noteLentModes", entries.map(\.path))
+    }
 }

@@ -19,15 +19,20 @@ import NimbusTestSupport
 public final class FaultyFileSystem<Base: FileSystem>: FileSystem {
     public let base: Base
     private let plan: Mutex<FaultPlan>
+    /// Where every operation that succeeds is recorded, under `label`, when given.
+    private let trace: (trace: OperationTrace, label: String)?
 
     /// - Parameters:
     ///   - random: the generator for random faults; its seed is what to print on failure.
     ///   - probabilities: the chance that a call of each operation fails (0 when absent).
     ///   - randomErrors: what a random fault throws, chosen uniformly.
+    ///   - trace: where to record, in order, each operation that succeeds, and under what name.
     public init(_ base: Base, random: SeededRandom = SeededRandom(seed: 0),
-                probabilities: [FileSystemOperation: Double] = [:], randomErrors: [Errno] = [.ioError]) {
+                probabilities: [FileSystemOperation: Double] = [:], randomErrors: [Errno] = [.ioError],
+                trace: (trace: OperationTrace, label: String)? = nil) {
         self.base = base
         plan = Mutex(FaultPlan(random: random, probabilities: probabilities, randomErrors: randomErrors))
+        self.trace = trace
     }
 
     // MARK: Planning faults
@@ -89,6 +94,7 @@ public final class FaultyFileSystem<Base: FileSystem>: FileSystem {
         try plan.withLock { try $0.admit(operation, paths) }
         let result = try body()
         try plan.withLock { try $0.conclude(operation, paths) }
+        trace?.trace.append(trace!.label, operation.rawValue, paths)
         return result
     }
 }
