@@ -18,8 +18,8 @@ import NimbusVocabulary
 /// - real names → suffix, `x.nimbus` taken (a file of its own, synced under that name) or
 ///   too long a name: the sparse `x` cannot stay, with no listener to fill it, and the suffix
 ///   style has no other name for it, so `x` is downloaded over it, as the suffix style does
-///   whenever a placeholder's name is another file's or too long (`adaptForPlaceholders`,
-///   `writePlaceholder`);
+///   whenever a placeholder's name is another file's (`adaptForPlaceholders`); with `x` gone
+///   from the cloud, the sparse `x` goes (`retirePlaceholder`), as a placeholder does;
 /// - a suffix placeholder written into: what was written is kept under a conflict name and a
 ///   fresh placeholder put back (`repairPlaceholder`), which the next pass converts.
 ///
@@ -82,6 +82,9 @@ func foldPlaceholdersOfTheOtherStyle(_ fold: inout PlaceholderFold, style: Place
                 if let new { fold.handled.insert(new) }
                 if let source = cloud[path], source.kind == .file {
                     fold.repairs.append(.copy(path, to: .local, source: source, replacing: found))
+                } else {
+                    // Gone from the cloud (or a folder there now): it stands for nothing, and goes.
+                    fold.repairs.append(.retirePlaceholder(file: path, expected: found))
                 }
                 withhold(path)
             }

@@ -42,7 +42,9 @@ public enum Action: Hashable, Sendable {
     case movePlaceholder(from: RelativePath, to: RelativePath, expected: FileMetadata)
     /// Remove the placeholder file `file`, which stands for nothing any more (a real file
     /// beside it, or its file gone from the cloud). If it no longer holds a placeholder's
-    /// text it is someone's content: it is kept under a conflict name instead.
+    /// text it is someone's content: it is kept under a conflict name instead. A real-name
+    /// placeholder a blocked switch to the suffix style left (`file` is the path it stands
+    /// for) is known by the journal instead, and goes with its record.
     case retirePlaceholder(file: RelativePath, expected: FileMetadata)
     /// Someone wrote into `file`, the placeholder of `path` (now `edited`): what they wrote is
     /// kept under a conflict name and a fresh placeholder of `cloud` is put back, in one step.

@@ -53,7 +53,16 @@ extension SyncEngine {
         guard meta.kind == .directory else { return entry(directory).map { [$0] } ?? [] }
         let scan = try local.scan(directory) { recursive && !self.isExcluded($0) }
         let found = scan.entries.filter { (recursive || $0.path.parent == directory) && !isExcluded($0.path) }
-        return state.withLock { s in
+        let shown = Set(found.map(\.path))
+        // Failed cloud files with nothing here (`entry`) are listed too, or `ls --state error`
+        // would not show what status counts.
+        let failedElsewhere = state.withLock { s in
+            s.transient.filter { path, state in
+                state.message != nil && s.index[path] == nil && !shown.contains(path)
+                    && (recursive ? directory.contains(path) && path != directory : path.parent == directory)
+            }.keys
+        }.compactMap { entry($0, local: nil) }
+        let listed = state.withLock { s in
             found.compactMap { item -> EntryInfo? in
                 // A placeholder is listed as the file it stands for.
                 if let target = Placeholder.target(of: item.path), let record = s.index[target], record.isPlaceholder,
@@ -62,7 +71,8 @@ extension SyncEngine {
                 }
                 return Self.describe(item.path, current: item.metadata, record: s.index[item.path], transient: s.transient[item.path])
             }
-        }.sorted { $0.path < $1.path }
+        }
+        return (listed + failedElsewhere).sorted { $0.path < $1.path }
     }
 }
 

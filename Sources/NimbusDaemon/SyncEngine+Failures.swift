@@ -34,6 +34,7 @@ extension SyncEngine {
 
     /// Plain English: what failed, why, and what to do.
     static func explain(_ error: any Error, action: Action) -> String {
+        if let tooLong = error as? PlaceholderNameTooLong { return tooLong.description }
         guard let e = error as? SystemError else {
             return "cannot sync \(action.path) in \(action.side.map { "the \($0) folder" } ?? "the journal"): \(error)"
         }

@@ -57,6 +57,7 @@ extension SyncEngine {
                 scope = scopeRoots(Set(scope).union(renamedFrom))
                 views = gather(scope)
             }
+            forgetFailuresOfVanishedPaths(in: scope, views)
             let reported = scope == [.root] ? nil : reportedGone.map(withPlaceholderNames)
             holdUnreportedDeletions(&views, reported: reported, heldInThisSync: &held)
             var plan = makePlan(views)

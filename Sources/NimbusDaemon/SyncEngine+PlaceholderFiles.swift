@@ -7,10 +7,7 @@ import NimbusVocabulary
 extension SyncEngine {
     func writePlaceholder(_ path: RelativePath, source: FileMetadata, replacing: FileMetadata?,
                           batch: inout [PendingInstall]?) throws {
-        guard let file = Placeholder.file(for: path) else {
-            // The name plus ".nimbus" would be too long: download the file instead.
-            return try copy(path, to: .local, source: source, replacing: nil, batch: &batch)
-        }
+        guard let file = Placeholder.file(for: path) else { throw PlaceholderNameTooLong(path: path) }
         try expect(path, on: .cloud, source)
         try expect(file, on: .local, replacing)
         let prepared = try local.prepareFile(near: file, contents: Placeholder.contents(for: path, cloud: source), mode: 0o644,
@@ -30,7 +27,13 @@ extension SyncEngine {
     }
 
     func renamePlaceholder(from: RelativePath, to: RelativePath, expected: FileMetadata) throws {
-        guard let source = Placeholder.file(for: from), let destination = Placeholder.file(for: to) else { return }
+        guard let source = Placeholder.file(for: from) else { return }
+        guard let destination = Placeholder.file(for: to) else {
+            // Renamed in the cloud to a name that leaves no room for ".nimbus": the old
+            // placeholder stands for nothing now, and the new name is an error until renamed.
+            try removePlaceholder(from, expected: expected)
+            throw PlaceholderNameTooLong(path: to)
+        }
         try expect(source, on: .local, expected)
         try local.rename(source, to: destination, replacing: false)
         rekey(from: from, to: to)
@@ -41,6 +44,16 @@ extension SyncEngine {
     /// not a placeholder any more and is kept under a conflict name instead.
     func retirePlaceholder(_ file: RelativePath, expected: FileMetadata) throws {
         try expect(file, on: .local, expected)
+        if let record = state.withLock({ $0.index[file] }), record.isPlaceholder, placeholderFile(for: file) != file,
+           expected.isUnchanged(from: record.base.local) || isGuarded(expected, as: record.base.local) {
+            // The sparse file of a real-name placeholder, in the suffix style now: no text to read.
+            try removeUnchanged(file, expected: expected)
+            marker?.forget(expected)
+            setRecord(file, nil)
+            emit(.removed(file, on: .local))
+            log.info("removed the placeholder \(file): its file is gone from the cloud")
+            return
+        }
         switch isPlaceholderFile(file) {
         case true?:
             try local.removeFile(file)
@@ -171,5 +184,22 @@ extension SyncEngine {
         let isPlaceholder = state.withLock { $0.index[path]?.isPlaceholder == true }
         guard let file = isPlaceholder ? placeholderFile(for: path) : path else { return }
         markState(now, of: file)
+    }
+}
+
+/// A cloud file that would be a suffix placeholder here, but whose name leaves no room for
+/// ".nimbus" (255 bytes at most): nothing can stand for it in the local folder. It is not
+/// downloaded behind the user's back (in on-demand mode that is what they chose to avoid,
+/// and it may be large): the path is an error, in status and `ls --state error`, until it is
+/// renamed, downloaded on request, or its folder pinned. (A real-name placeholder of such a
+/// name, found by a switch to this style, is downloaded instead: it was there under its
+/// name already, and its sparse file cannot stay.)
+struct PlaceholderNameTooLong: Error, CustomStringConvertible {
+    let path: RelativePath
+
+    var description: String {
+        "\(path) is in the cloud folder but not here: its name is \(path.name.count) bytes, and its placeholder's name, "
+            + "with \".nimbus\" after it, would pass the 255 bytes a name may have. Download it ("
+            + "nimbusctl download " + ShellWord.quote(bytes: path.bytes) + "), or give it a shorter name in the cloud folder"
     }
 }

@@ -114,7 +114,8 @@ extension SyncEngine {
         return adaptForPlaceholders(plan, placeholders: views.placeholders, strays: views.strays, style: style, local: views.local,
                                     cloud: views.cloud) { path in
             // A file of someone's holds the placeholder's name: the file itself comes instead.
-            keepsLocalCopy(path) || (style.hasNameOfItsOwn && (style.file(for: path).map { views.local[$0] != nil } ?? true))
+            // (A name too long for one is an error, `PlaceholderNameTooLong`.)
+            keepsLocalCopy(path) || (style.hasNameOfItsOwn && (style.file(for: path).map { views.local[$0] != nil } ?? false))
         }
     }
 }

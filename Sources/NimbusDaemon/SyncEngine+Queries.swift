@@ -58,7 +58,14 @@ extension SyncEngine {
     /// `local`: what the local folder holds at `path`, when the caller knows it (else it is read).
     func entry(_ path: RelativePath, local known: FileMetadata?) -> EntryInfo? {
         let (record, transient) = state.withLock { ($0.index[path], $0.transient[path]) }
-        return Self.describe(path, current: known ?? (try? local.metadata(of: path)), record: record, transient: transient)
+        let current = known ?? (try? local.metadata(of: path))
+        if let described = Self.describe(path, current: current, record: record, transient: transient) { return described }
+        // Nothing here, nothing recorded, but failed: a cloud file that could not come here
+        // (`PlaceholderNameTooLong`, a download refused), shown with the cloud's metadata.
+        guard current == nil, record == nil, let transient, transient.message != nil,
+              let cloudFile = try? cloud.metadata(of: path) else { return nil }
+        return EntryInfo(path: path, kind: cloudFile.kind, size: cloudFile.size, mtime: cloudFile.mtime, state: transient,
+                         conflictCopy: nil, residency: .auto)
     }
 
     /// The one rule for a path's state: in progress or failed (transient) first, then

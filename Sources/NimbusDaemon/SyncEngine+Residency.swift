@@ -19,6 +19,7 @@ extension SyncEngine {
     /// returns the entry as it is then.
     public func download(_ path: RelativePath, _ request: DownloadRequest) throws -> EntryInfo? {
         checkOwner()
+        if try downloadUnnamedPlaceholder(path, request) { return entry(path) }
         let target = try residentPath(path)
         let placeholders = state.withLock { s in s.index.subtree(target).filter { s.index[$0]!.isPlaceholder } }
         var failures: [String] = []
@@ -61,6 +62,32 @@ extension SyncEngine {
             record.lastOpened = clock.wallNow
         }
         emit(.stateChanged(path, .downloaded))
+    }
+
+    /// A cloud file the suffix style cannot stand for here, its name too long for ".nimbus"
+    /// (`PlaceholderNameTooLong`): asked for by name, it is downloaded. Returns false for any
+    /// other path.
+    private func downloadUnnamedPlaceholder(_ path: RelativePath, _ request: DownloadRequest) throws -> Bool {
+        guard placeholderStyle.hasNameOfItsOwn, placeholderFile(for: path) == nil, state.withLock({ $0.index[path] }) == nil,
+              try local.metadata(of: path) == nil, let source = try cloud.metadata(of: path), source.kind == .file else { return false }
+        guard let handle = locks.tryLock(path, .exclusive) else {
+            throw EngineRequestError(kind: .busy, message: "\(path) is leased by an application; it is downloaded once the lease ends")
+        }
+        defer { locks.unlock(handle) }
+        try checkFreeSpace(for: path, size: source.size, request)
+        log.info("downloading \(path) (\(source.size) bytes), whose name leaves no room for a placeholder")
+        var noBatch: [PendingInstall]? = nil
+        do {
+            try withFoldersLent(for: .copy(path, to: .local, source: source, replacing: nil)) {
+                try copy(path, to: .local, source: source, replacing: nil, batch: &noBatch)
+            }
+        } catch {
+            throw EngineRequestError(kind: .failed, message: Self.explain(error, action: .copy(path, to: .local, source: source, replacing: nil)))
+        }
+        clearTransient(path)
+        commit()
+        emit(.stateChanged(path, .downloaded))
+        return true
     }
 
     /// The download proper: the copy in place of the placeholder `file`, then its removal.

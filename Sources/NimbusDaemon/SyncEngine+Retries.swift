@@ -17,6 +17,26 @@ extension SyncEngine {
     /// The pause before try number `attempt` + 1: 1 s, 2 s, 4 s … up to 5 minutes.
     static func retryDelay(attempt: Int) -> Duration { .seconds(min(300, 1 << min(attempt - 1, 9))) }
 
+    /// A failed path now on neither side and not journaled (a cloud file that could not come
+    /// here, `PlaceholderNameTooLong`, renamed or deleted there since): nothing is left to
+    /// fail, so status stops counting it and nothing retries it. Otherwise no pass would plan
+    /// anything for it, and its error would stay until a restart.
+    func forgetFailuresOfVanishedPaths(in scope: [RelativePath], _ views: Views) {
+        let vanished = state.withLock { s in
+            s.transient.filter { path, state in
+                state.message != nil && s.index[path] == nil && views.local[path] == nil && views.cloud[path] == nil
+                    && scope.contains { $0.contains(path) }
+            }.keys
+        }
+        for path in vanished {
+            clearTransient(path)
+            state.withLock { s in
+                s.retries[path] = nil
+                s.retryCount[path] = nil
+            }
+        }
+    }
+
     /// When the next retry (of a path, or of a held commit) is due, if any.
     public var nextRetry: MonotonicInstant? {
         state.withLock { s in [s.retries.values.min(), s.heldCommit?.due].compactMap { $0 }.min() }

@@ -82,7 +82,8 @@ extension PlaceholderHostileTests {
         try await d.stop()
     }
 
-    @Test("a 250-byte name has no room for .nimbus: the file is downloaded, and evict refuses it with a reason instead of doing nothing")
+    /// Before, such a file was downloaded without a word in on-demand mode, whatever its size.
+    @Test("a 250-byte name has no room for .nimbus: not downloaded but an error status and ls name; downloaded on request; evict refuses it with a reason")
     func nameWithoutRoomForTheSuffix() async throws {
         let s = try PlaceholderSandbox.downloadingOnRequest("hostileLongName")
         defer { s.finish() }
@@ -91,17 +92,20 @@ extension PlaceholderHostileTests {
         try PlaceholderFiles.write(d.cloud + "/" + name, Array("long name\n".utf8))
         try PlaceholderFiles.write(d.cloud + "/short.txt", Array("short\n".utf8))
         try await d.start()
-        try await d.eventually("the long name downloaded (no placeholder name fits)") {
-            try SyncExpect.file(d.local, name, "long name\n")
-        }
         try await d.eventually("short.txt a placeholder") { PlaceholderIntegrationTests.isPlaceholder(d.local, "short.txt") }
-        let entry = try await d.ctlJSON(["info", name])
-        #expect(entry["state"] as? String == "downloaded", "\(entry)")
+        try await d.settle()
+        #expect(Self.userTree(d.local) == ["short.txt.nimbus"], "local: \(Self.userTree(d.local))")
+        let status = try await d.ctl(["status"])
+        #expect(status.status == 1 && status.stdout.contains("1 file failed to sync") && status.stdout.contains(name), "\(status)")
+        let failed = try await d.ctlJSON(["ls", "-r", "--state", "error"])
+        #expect((failed["entries"] as? [[String: Any]])?.map { $0["path"] as? String } == [name], "\(failed)")
+        let downloaded = try await d.ctlJSON(["download", name])
+        #expect(downloaded["state"] as? String == "downloaded", "\(downloaded)")
+        #expect(try SyncExpect.file(d.local, name, "long name\n") == nil)
+        #expect(try await d.ctlJSON(["status"])["errors"] as? Int == 0)
         let evict = try await d.ctl(["--json", "evict", name])
         let state = (try? await d.ctlJSON(["info", name]))?["state"] as? String
-        // Either it is refused with a reason, or it really is evicted; never "ok" with the file still here.
-        #expect(evict.status != 0 || state == "notDownloaded",
-                "evict answered success but the file is still downloaded (state \(state ?? "?")): \(evict)")
+        #expect(evict.status != 0 && (evict.stdout + evict.stderr).contains("no room") && state == "downloaded", "evict: \(evict), state \(state ?? "?")")
         #expect(try SyncExpect.file(d.cloud, name, "long name\n") == nil)
         try await d.stop()
     }
