@@ -43,7 +43,7 @@ extension PlaceholderIntegrationTests {
                                              environment: d.environment, scratch: s.root)
         defer { request.stop() }
         // Kill once the temporary file of the copy holds a random number of bytes (seeded).
-        var random = SeededRandom(seed: SyncHarness.seed("killDuringDownload"))
+        var random = SeededRandom(seed: SeededRandom.seed(for: "killDuringDownload"))
         let target = Int.random(in: 0..<(150 << 20), using: &random) >> (2 * (attempt - 1))
         var seen: [String] = []
         var partial = -1

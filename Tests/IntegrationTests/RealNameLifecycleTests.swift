@@ -34,7 +34,7 @@ struct RealNameLifecycleTests {
         let file = d.local + "/big.bin"
         let reader = try BackgroundProcess("/bin/sh", ["-c", #"cat "$1" > "$2""#, "sh", file, s.root + "/during.bin"], scratch: s.root)
         defer { reader.stop() }
-        var random = SeededRandom(seed: SyncHarness.seed("realNameKill"))
+        var random = SeededRandom(seed: SeededRandom.seed(for: "realNameKill"))
         let target = Int64.random(in: (1 << 20)..<(150 << 20), using: &random) >> (2 * (attempt - 1))
         var filled: Int64 = 0
         let reached = Polling.spin(timeout: .seconds(60)) {

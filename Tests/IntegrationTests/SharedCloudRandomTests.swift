@@ -40,7 +40,7 @@ struct SharedCloudRandomTests {
             print("[shared cloud, \(mount)] \(reason)")
             return
         }
-        let seed = SyncHarness.seed("shared cloud, \(mount)")
+        let seed = SeededRandom.seed(for: "shared cloud, \(mount)")
         let sandbox = try SyncSandbox("shared-cloud-random")
         let servers = NetworkCloudServers(sandbox)
         defer { servers.stop(); sandbox.finish() }

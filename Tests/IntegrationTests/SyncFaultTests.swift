@@ -12,7 +12,7 @@ struct SyncFaultTests {
 
     @Test("a file rewritten during its upload never reaches the cloud torn")
     func rewrittenDuringUpload() async throws {
-        let seed = SyncHarness.seed("rewrittenDuringUpload")
+        let seed = SeededRandom.seed(for: "rewrittenDuringUpload")
         let sandbox = try SyncSandbox("rewrittenDuringUpload")
         defer { sandbox.finish() }
         let daemon = try sandbox.daemon(device: "alpha")
@@ -55,7 +55,7 @@ struct SyncFaultTests {
     @Test("kill -9 during a batch of 2 000 copies, then restart: converged, nothing lost, no temp files",
           arguments: SyncDirection.allCases)
     func killDuringBatch(_ direction: SyncDirection) async throws {
-        let seed = SyncHarness.seed("killDuringBatch-\(direction)")
+        let seed = SeededRandom.seed(for: "killDuringBatch-\(direction)")
         var random = SeededRandom(seed: seed)
         // A fast machine may finish the batch before the poll sees the target: then the run
         // tested nothing, so try again, killing earlier each time.

@@ -14,13 +14,6 @@ enum SyncHarness {
     static var nimbusd: String { NimbusdProcess.nimbusd }
     static var nimbusctl: String { NimbusdProcess.nimbusctl }
 
-    /// A seed for a randomized test: `NIMBUS_IT_SEED` to replay one, else a fresh one. Printed.
-    static func seed(_ test: String) -> UInt64 {
-        let seed = ProcessInfo.processInfo.environment["NIMBUS_IT_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 1 ... .max)
-        print("[\(test)] seed \(seed) (replay with NIMBUS_IT_SEED=\(seed))")
-        return seed
-    }
-
     /// Runs a program to completion (`ShellCommand`: no descriptor of the test process leaks
     /// into it, killed after ten minutes); returns its exit status and its stdout, then its stderr.
     @discardableResult

@@ -47,9 +47,7 @@ struct FormattingTests {
     /// The date and clock nimbusctl prints agree with glibc's `gmtime_r` for times from year 0
     /// to 9999, fractions before 1970 included (the second a time falls in).
     @Test func datesAndClocksAgreeWithGmtime() throws {
-        let seed = UInt64.random(in: 0 ... .max)
-        print("FormattingTests.datesAndClocksAgreeWithGmtime: seed \(seed)")
-        var random = SeededRandom(seed: seed)
+        var random = SeededRandom.forTest("FormattingTests.datesAndClocksAgreeWithGmtime")
         func padded(_ value: Int32, _ width: Int) -> String {
             let digits = String(value)
             return String(repeating: "0", count: max(0, width - digits.count)) + digits
@@ -59,10 +57,10 @@ struct FormattingTests {
             let seconds = Double(whole) + Double(random.next(below: 1000)) / 1000
             var time = time_t(whole)
             var parts = tm()
-            try #require(gmtime_r(&time, &parts) != nil, "seed \(seed): \(whole)")
+            try #require(gmtime_r(&time, &parts) != nil, "seed \(random.seed): \(whole)")
             let date = "\(padded(parts.tm_year + 1900, 4))-\(padded(parts.tm_mon + 1, 2))-\(padded(parts.tm_mday, 2))"
             let clock = "\(padded(parts.tm_hour, 2)):\(padded(parts.tm_min, 2)):\(padded(parts.tm_sec, 2))"
-            #expect(Format.date(seconds) == date && Format.clock(seconds) == clock, "seed \(seed): \(seconds) s")
+            #expect(Format.date(seconds) == date && Format.clock(seconds) == clock, "seed \(random.seed): \(seconds) s")
         }
     }
 

@@ -37,14 +37,12 @@ import NimbusTestSupport
     }
 
     @Test func writesWhatTheEncoderWritesAndReadsItBack() throws {
-        let seed = UInt64.random(in: 1 ... .max)
-        print("JSONValueTests: seed \(seed)")
-        var random = SeededRandom(seed: seed)
+        var random = SeededRandom.forTest("JSONValueTests")
         for _ in 0..<2_000 {
             let value = Self.value(&random)
             let encoded = String(decoding: try JSONRPC.makeEncoder().encode(value), as: UTF8.self)
-            #expect(value.jsonText == encoded, "seed \(seed)")
-            #expect(try JSONValue(parsing: Array(encoded.utf8)) == value, "seed \(seed): \(encoded)")
+            #expect(value.jsonText == encoded, "seed \(random.seed)")
+            #expect(try JSONValue(parsing: Array(encoded.utf8)) == value, "seed \(random.seed): \(encoded)")
         }
     }
 

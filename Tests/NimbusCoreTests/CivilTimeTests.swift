@@ -32,19 +32,17 @@ import Testing
     }
 
     @Test func agreesWithGmtimeFromYearZeroTo9999() throws {
-        let seed = UInt64.random(in: 0 ... .max)
-        print("CivilTimeTests.agreesWithGmtimeFromYearZeroTo9999: seed \(seed)")
-        var random = SeededRandom(seed: seed)
+        var random = SeededRandom.forTest("CivilTimeTests.agreesWithGmtimeFromYearZeroTo9999")
         for _ in 0..<20_000 {
             let seconds = Int64.random(in: Self.yearZero...Self.lastSecondOf9999, using: &random)
             let nanosecond = Int64.random(in: 0..<1_000_000_000, using: &random)
             let civil = CivilTime(secondsSinceEpoch: seconds, nanosecond: nanosecond)
-            let expected = try #require(Self.gmtime(seconds), "seed \(seed): gmtime_r failed for \(seconds)")
-            #expect(Self.fields(civil) == expected, "seed \(seed): \(seconds) s")
-            #expect(civil.secondsSinceEpoch == seconds && civil.nanosecond == nanosecond, "seed \(seed): \(seconds) s back")
+            let expected = try #require(Self.gmtime(seconds), "seed \(random.seed): gmtime_r failed for \(seconds)")
+            #expect(Self.fields(civil) == expected, "seed \(random.seed): \(seconds) s")
+            #expect(civil.secondsSinceEpoch == seconds && civil.nanosecond == nanosecond, "seed \(random.seed): \(seconds) s back")
             let text = "\(Self.padded(expected[0], 4))-\(Self.padded(expected[1], 2))-\(Self.padded(expected[2], 2))T"
                 + "\(Self.padded(expected[3], 2)):\(Self.padded(expected[4], 2)):\(Self.padded(expected[5], 2))"
-            #expect(civil.rfc3339() == text + "." + Self.padded(nanosecond, 9) + "Z", "seed \(seed): \(seconds) s")
+            #expect(civil.rfc3339() == text + "." + Self.padded(nanosecond, 9) + "Z", "seed \(random.seed): \(seconds) s")
             #expect(civil.rfc3339(fractionDigits: 3) == text + "." + Self.padded(nanosecond / 1_000_000, 3) + "Z")
             #expect(civil.rfc3339(fractionDigits: 0) == text + "Z")
         }
@@ -53,31 +51,27 @@ import Testing
     /// Every mtime a file can have (Int64 nanoseconds: 1677 … 2262), fractions before 1970
     /// included: the second is the one the instant falls in, the fraction what is past it.
     @Test func everyWallInstantIsTheSecondItFallsInAndTheFractionPastIt() throws {
-        let seed = UInt64.random(in: 0 ... .max)
-        print("CivilTimeTests.everyWallInstantIsTheSecondItFallsInAndTheFractionPastIt: seed \(seed)")
-        var random = SeededRandom(seed: seed)
+        var random = SeededRandom.forTest("CivilTimeTests.everyWallInstantIsTheSecondItFallsInAndTheFractionPastIt")
         for _ in 0..<20_000 {
             // Half near 1970, where a truncating division goes wrong, half anywhere.
             let nanoseconds = random.chance(0.5) ? Int64.random(in: -3_000_000_000...3_000_000_000, using: &random)
                                                  : Int64.random(in: (Int64.min + 1_000_000_000)...Int64.max, using: &random)
             let civil = CivilTime(WallInstant(nanoseconds: nanoseconds))
             let floorSeconds = (nanoseconds - (nanoseconds % 1_000_000_000 + 1_000_000_000) % 1_000_000_000) / 1_000_000_000
-            let expected = try #require(Self.gmtime(floorSeconds), "seed \(seed): gmtime_r failed for \(floorSeconds)")
-            #expect(Self.fields(civil) == expected, "seed \(seed): \(nanoseconds) ns")
-            #expect(civil.nanosecond == nanoseconds - floorSeconds * 1_000_000_000, "seed \(seed): \(nanoseconds) ns")
-            #expect(civil.instant == WallInstant(nanoseconds: nanoseconds), "seed \(seed): \(nanoseconds) ns back")
+            let expected = try #require(Self.gmtime(floorSeconds), "seed \(random.seed): gmtime_r failed for \(floorSeconds)")
+            #expect(Self.fields(civil) == expected, "seed \(random.seed): \(nanoseconds) ns")
+            #expect(civil.nanosecond == nanoseconds - floorSeconds * 1_000_000_000, "seed \(random.seed): \(nanoseconds) ns")
+            #expect(civil.instant == WallInstant(nanoseconds: nanoseconds), "seed \(random.seed): \(nanoseconds) ns back")
         }
     }
 
     @Test func daysAndDatesAreInversesAcrossTheEras() {
-        let seed = UInt64.random(in: 0 ... .max)
-        print("CivilTimeTests.daysAndDatesAreInversesAcrossTheEras: seed \(seed)")
-        var random = SeededRandom(seed: seed)
+        var random = SeededRandom.forTest("CivilTimeTests.daysAndDatesAreInversesAcrossTheEras")
         for _ in 0..<20_000 {
             let days = Int64.random(in: -10_000_000...10_000_000, using: &random)  // about ±27 000 years
             let (year, month, day) = CivilTime.date(daysSinceEpoch: days)
-            #expect((1...12).contains(month) && (1...31).contains(day), "seed \(seed): day \(days)")
-            #expect(CivilTime.daysSinceEpoch(year: year, month: month, day: day) == days, "seed \(seed): day \(days)")
+            #expect((1...12).contains(month) && (1...31).contains(day), "seed \(random.seed): day \(days)")
+            #expect(CivilTime.daysSinceEpoch(year: year, month: month, day: day) == days, "seed \(random.seed): day \(days)")
         }
     }
 

@@ -17,20 +17,7 @@ import NimbusTestSupport
 @Suite struct PlaceholderRandomTests {
     @Test(arguments: [PlaceholderStyle.suffix])
     func randomPlaceholderScenariosSettleAndLoseNothing(_ style: PlaceholderStyle) throws {
-        let environment = ProcessInfo.processInfo.environment
-        let seeds: [UInt64]
-        if let replay = environment["NIMBUS_SEED"].flatMap(UInt64.init) {
-            seeds = [replay]
-        } else {
-            let first: UInt64 = switch environment["NIMBUS_SEED_BASE"] {
-            case "random": UInt64(Date().timeIntervalSince1970 * 1000)
-            case let value?: UInt64(value) ?? 1
-            case nil: 1
-            }
-            let runs = environment["NIMBUS_RANDOM_RUNS"].flatMap(Int.init) ?? 3_000
-            seeds = (0..<UInt64(runs)).map { first &+ $0 }
-            print("placeholder random test (\(style)): seeds \(seeds.first!)…\(seeds.last!) (replay one with NIMBUS_SEED=N)")
-        }
+        let seeds = SeededRandom.scenarioSeeds("placeholder random test (\(style))", runs: 3_000, runsVariable: "NIMBUS_RANDOM_RUNS")
         var failures: [String] = []
         for seed in seeds {
             do { try PlaceholderModel.check(seed: seed, style: style) } catch {

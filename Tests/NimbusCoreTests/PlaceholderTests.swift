@@ -154,15 +154,13 @@ private func file(size: Int64, inode: UInt64 = 1) -> FileMetadata {
 
 @Suite struct PlaceholderNameTests {
     @Test func everyNameGivesAParsablePlaceholderWithAShellWordForIt() throws {
-        let seed = UInt64.random(in: 0 ... .max)
-        print("placeholder names: seed \(seed)")
-        var random = SeededRandom(seed: seed)
+        var random = SeededRandom.forTest("placeholder names")
         func next() -> UInt8 { UInt8(truncatingIfNeeded: random.next()) }
         for _ in 0..<2_000 {
             let bytes = (0..<Int(next() % 20 + 1)).map { _ in next() }.filter { $0 != 0 && $0 != UInt8(ascii: "/") }
             guard let path = try? RelativePath(validating: bytes.isEmpty ? [UInt8(ascii: "x")] : bytes) else { continue }
             let text = Placeholder.contents(for: path, cloud: file(size: 9))
-            #expect(Placeholder.parse(text)?.size == 9, "seed \(seed): \(path.bytes)")
+            #expect(Placeholder.parse(text)?.size == 9, "seed \(random.seed): \(path.bytes)")
         }
         #expect(Placeholder.shellQuoted(Array("two\nlines".utf8)) == "$'two\\x0alines'")
         #expect(Placeholder.shellQuoted([0x63, 0xe9]) == "$'c\\xe9'")

@@ -138,21 +138,8 @@ struct ScenarioGenerator {
 
     /// NIMBUS_SEED=N replays one scenario; NIMBUS_RANDOM_RUNS sets how many run.
     @Test func randomTreesConvergeAndLoseNothing() throws {
-        let environment = ProcessInfo.processInfo.environment
-        if let replay = environment["NIMBUS_SEED"].flatMap(UInt64.init) {
-            try Self.check(seed: replay)
-            return
-        }
-        let runs = environment["NIMBUS_RANDOM_RUNS"].flatMap(Int.init) ?? 10_000
-        // A fixed base keeps CI reproducible; NIMBUS_SEED_BASE=random (or a number) explores.
-        let first: UInt64 = switch environment["NIMBUS_SEED_BASE"] {
-        case "random": UInt64(Date().timeIntervalSince1970 * 1000)
-        case let value?: UInt64(value) ?? 1
-        case nil: 1
-        }
-        print("reconcile random test: seeds \(first)..<\(first + UInt64(runs)) (replay one with NIMBUS_SEED=N)")
         var failures: [String] = []
-        for seed in first..<(first + UInt64(runs)) {
+        for seed in SeededRandom.scenarioSeeds("reconcile random test", runs: 10_000, runsVariable: "NIMBUS_RANDOM_RUNS") {
             do { try Self.check(seed: seed) } catch {
                 failures.append("seed \(seed): \(error)")
                 if failures.count >= 3 { break }

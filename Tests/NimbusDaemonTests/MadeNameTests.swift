@@ -14,7 +14,7 @@ import NimbusTestSupport
 @Suite struct MadeNameTests {
     /// NIMBUS_SEED=N replays one run; NIMBUS_RANDOM_RUNS sets how many run.
     @Test func everyMadeNameFitsStaysUTF8AndIsUnique() throws {
-        let seeds = randomRunSeeds("made names", runs: 2_000, runsVariable: "NIMBUS_RANDOM_RUNS")
+        let seeds = SeededRandom.scenarioSeeds("made names", runs: 2_000, runsVariable: "NIMBUS_RANDOM_RUNS")
         var failures: [String] = []
         for seed in seeds {
             let problems = Self.check(seed: seed)

@@ -47,7 +47,7 @@ import NimbusTestSupport
     }
 
     @Test func flippedBitsDropTheirRecordAndEverythingAfter() throws {
-        let seed = testSeed("flippedBits")
+        let seed = SeededRandom.seed(for: "flippedBits")
         var generator = SeededRandom(seed: seed)
         try withTemporaryDirectory { root in
             try writeJournal(root, groups: Self.groups)
@@ -67,7 +67,7 @@ import NimbusTestSupport
     }
 
     @Test func garbageAndHugeLengthsAfterTheLastRecord() throws {
-        let seed = testSeed("garbageTail")
+        let seed = SeededRandom.seed(for: "garbageTail")
         var generator = SeededRandom(seed: seed)
         try withTemporaryDirectory { root in
             try writeJournal(root, groups: Self.groups)
@@ -116,7 +116,7 @@ import NimbusTestSupport
     }
 
     @Test func unreadableFilesNeverPreventStarting() throws {
-        let seed = testSeed("unreadableFiles")
+        let seed = SeededRandom.seed(for: "unreadableFiles")
         var generator = SeededRandom(seed: seed)
         try withTemporaryDirectory { root in
             try writeJournal(root, groups: Self.groups)

@@ -107,14 +107,6 @@ func recordBoundaries(_ records: [JournalRecord], base: Int) -> [Range<Int>] {
     }
 }
 
-/// A seed from `NIMBUS_TEST_SEED` (to replay a failure) or a fresh one, printed either way.
-func testSeed(_ test: String) -> UInt64 {
-    let seed = ProcessInfo.processInfo.environment["NIMBUS_TEST_SEED"].flatMap { UInt64($0) }
-        ?? UInt64.random(in: 0...UInt64.max)
-    print("\(test): seed \(seed) (replay with NIMBUS_TEST_SEED=\(seed))")
-    return seed
-}
-
 /// Thrown by a test's hook to stop a compaction at one of its steps, as a crash would (not
 /// NimbusSimulation's `SimulatedCrash`, which a crashed `FaultyFileSystem` throws).
 struct CompactionCrash: Error {}
