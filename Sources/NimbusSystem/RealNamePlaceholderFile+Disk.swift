@@ -17,29 +17,10 @@ extension DiskFileSystem {
                                            durable: Bool, registered: (FileMetadata) -> Void) throws -> PreparedCopy {
         try withRoot { root in
             let temporary = try TemporaryFile.create(beneath: root, temporaryPlacement(near: path))
-            let metadata: FileMetadata
-            do {
-                metadata = try attributing("create", temporary.path.shown) { () throws -> FileMetadata in
-                    let file = temporary.descriptor
-                    try file.resize(to: shape.size)
-                    for attribute in attributes {
-                        try attribute.value.withUnsafeBytes { try Sys.fsetxattr(file.rawValue, attribute.name, $0) }
-                    }
-                    // The mark through this descriptor: no name is looked up, so nothing swapped
-                    // in under the temporary name can be marked.
-                    try group?.mark(file: file)
-                    let marked = try file.metadata()
-                    registered(marked)
-                    try file.setPermissions(shape.mode)
-                    try file.setModificationTime(shape.mtime)
-                    if durable { try file.sync() }
-                    return try file.metadata()
-                }
-            } catch {
-                temporary.abandon(beneath: root)
-                throw error
+            let metadata = try withoutActuallyEscaping(registered) { registered in
+                try RealNamePlaceholderFile.shapeNotDownloaded(temporary, beneath: root, shape: shape, attributes: attributes,
+                                                               marking: group, durable: durable, marked: registered)
             }
-            try temporary.closeOrRemove(beneath: root)
             return PreparedCopy(temporary: temporary.path, source: metadata, bytesCopied: 0)
         }
     }

@@ -30,30 +30,8 @@ public enum RealNamePlaceholderFile {
         let temporary = try attributing("create", path.parent.shown) {
             try TemporaryFile.create(beneath: root, in: path.parent)
         }
-        let metadata: FileMetadata
-        do {
-            metadata = try attributing("create", temporary.path.shown) {
-                let file = temporary.descriptor
-                try file.resize(to: shape.size)
-                for attribute in attributes {
-                    try attribute.value.withUnsafeBytes { try Sys.fsetxattr(file.rawValue, attribute.name, $0) }
-                }
-                // Marked while still 0600 (marking needs read permission, the real mode may lack
-                // it), through the descriptor: no name is looked up again, so nothing swapped in
-                // for the temporary file (a hard link to someone else's file) can be marked.
-                try group?.mark(file: file)
-                try file.setPermissions(shape.mode)
-                try file.setModificationTime(shape.mtime)
-                if durable { try file.sync() }
-                return try file.metadata()
-            }
-        } catch {
-            temporary.abandon(beneath: root)
-            throw error
-        }
-        // Closed once, here: closing again on a failed rename (EEXIST: the name is taken)
-        // could close a descriptor another thread has just been given.
-        try temporary.closeOrRemove(beneath: root)
+        let metadata = try shapeNotDownloaded(temporary, beneath: root, shape: shape, attributes: attributes,
+                                              marking: group, durable: durable)
         do {
             try attributing("rename", path.shown) {
                 try root.withParent(of: temporary.path) { directory, name in
@@ -66,6 +44,40 @@ public enum RealNamePlaceholderFile {
             temporary.remove(beneath: root)
             throw error
         }
+    }
+
+    /// Makes the new `temporary` file a not-downloaded file of `shape`: the size (a hole, no
+    /// blocks), `attributes`, the mark in `group`, then the mode and the mtime; with `durable`,
+    /// synced. `marked` is told the file's metadata once it is marked. Closes the file (once:
+    /// closing again on a later failure could close a descriptor another thread has just been
+    /// given), or removes it on any failure. Returns what `fstat` said of it last.
+    static func shapeNotDownloaded(_ temporary: TemporaryFile, beneath root: FileDescriptor, shape: Shape,
+                                   attributes: [(name: String, value: [UInt8])], marking group: FanotifyGroup?,
+                                   durable: Bool, marked: ((FileMetadata) -> Void)? = nil) throws -> FileMetadata {
+        let metadata: FileMetadata
+        do {
+            metadata = try attributing("create", temporary.path.shown) { () throws -> FileMetadata in
+                let file = temporary.descriptor
+                try file.resize(to: shape.size)
+                for attribute in attributes {
+                    try attribute.value.withUnsafeBytes { try Sys.fsetxattr(file.rawValue, attribute.name, $0) }
+                }
+                // Marked while still 0600 (marking needs read permission, the real mode may lack
+                // it), through the descriptor: no name is looked up again, so nothing swapped in
+                // for the temporary file (a hard link to someone else's file) can be marked.
+                try group?.mark(file: file)
+                if let marked { marked(try file.metadata()) }
+                try file.setPermissions(shape.mode)
+                try file.setModificationTime(shape.mtime)
+                if durable { try file.sync() }
+                return try file.metadata()
+            }
+        } catch {
+            temporary.abandon(beneath: root)
+            throw error
+        }
+        try temporary.closeOrRemove(beneath: root)
+        return metadata
     }
 
     /// What to do with a marked file when an event arrives.
