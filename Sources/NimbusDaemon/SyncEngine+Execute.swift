@@ -127,7 +127,7 @@ extension SyncEngine {
                 if case .preserveConflict(let path, let copy, _, _) = action { unmoved.append((path, copy)) }
                 handle(error, for: action, again: &again)
             }
-            giveFoldersBack(all: false)
+            giveFoldersBack(all: false, flushingLater: true)
         }
         var performed = plan
         performed.actions = Array(plan.actions[..<stoppedAt])

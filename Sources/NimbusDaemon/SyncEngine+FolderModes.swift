@@ -67,6 +67,10 @@ struct FolderModes {
     private var unheld: Set<SidePath> = []
     /// Folders known to have the bits already in this execution (looked at once each).
     private var writable: Set<SidePath> = []
+    /// Folders given back during the execution, their modes not flushed yet: they stay in the
+    /// note until the flush at its end (`giveFoldersBack(all: true)`), so that lending one
+    /// again for the next action writes no note.
+    var awaitingFlush: Set<SidePath> = []
 
     mutating func lend(_ folder: SidePath, _ lent: Lent) {
         self.lent[folder] = lent
@@ -111,6 +115,9 @@ struct FolderModes {
             noted[SidePath(side, moved)] = LentMode(side: side, path: moved, inode: note.inode, mode: note.mode, working: note.working)
         }
         writable = writable.filter { $0.side != side || from.relative($0.path) == nil }
+        awaitingFlush = Set(awaitingFlush.map { folder in
+            folder.side == side ? folder.path.rebased(from: from, to: to).map { SidePath(side, $0) } ?? folder : folder
+        })
     }
 }
 
@@ -150,7 +157,12 @@ extension SyncEngine {
             return
         }
         try noteLent([LentMode(side: folder.side, path: folder.path, inode: current.inode, mode: current.mode, working: working)])
-        try fs.setAttributes(folder.path, mode: working, mtime: nil)
+        // Only if it still has the mode read above: a chmod of the user's meanwhile (the note
+        // was written in between) is theirs, and the action's expectations no longer hold.
+        guard try fs.changeMode(folder.path, inode: current.inode, from: current.mode, to: working, durable: false) else {
+            noteReturned([folder])
+            throw ChangedSincePlanned(path: folder.path, side: folder.side)
+        }
         log.debug("\(folder.path) in the \(folder.side) folder is made writable while it is synced (mode \(octalMode(current.mode)))")
         folderModes.withLock {
             $0.lend(folder, FolderModes.Lent(mode: current.mode, working: working, source: nil, isHeld: false))
@@ -197,7 +209,10 @@ extension SyncEngine {
         let wasLent = folderModes.withLock { $0.lent[folder] != nil }
         guard working != source.mode || wasLent else { return false }
         try noteLent([LentMode(side: side, path: path, inode: expected.inode, mode: source.mode, working: working)])
-        try system(side).setAttributes(path, mode: working, mtime: nil)
+        guard try system(side).changeMode(path, inode: expected.inode, from: expected.mode, to: working, durable: false) else {
+            noteReturned([folder])
+            throw ChangedSincePlanned(path: path, side: side)
+        }
         folderModes.withLock { $0.lend(folder, FolderModes.Lent(mode: source.mode, working: working, source: source, isHeld: true)) }
         return true
     }
@@ -205,31 +220,53 @@ extension SyncEngine {
     /// Sets back the modes of the folders lent (all of them at the end of an execution, else
     /// those not held), deepest first, durably (one flush per filesystem for several), then
     /// records the folders the plan made or changed and drops them from the note.
-    func giveFoldersBack(all: Bool) {
+    ///
+    /// `flushingLater` (after each action of an execution): the modes are set back but not
+    /// flushed, and the folders stay in the note, until the end of the execution flushes them
+    /// all at once. A pass of 1 000 renames in a read-only folder wrote and removed the note
+    /// and fsynced the folder for each (four fsyncs a rename); now the note is written once
+    /// per folder and removed once per pass. The crash argument is the note's
+    /// (`SyncEngine+LentModes`): a folder leaves it only once its mode is durable.
+    func giveFoldersBack(all: Bool, flushingLater: Bool = false) {
         let due = folderModes.withLock { $0.takeBack(all: all) }
-        guard !due.isEmpty else { return }
+        let earlier: Set<SidePath> = all ? folderModes.withLock { modes in
+            defer { modes.awaitingFlush = [] }
+            return modes.awaitingFlush
+        } : []
+        guard !due.isEmpty || !earlier.isEmpty else { return }
+        // A single folder is made durable by its own fsync; several, by one flush per filesystem.
+        let eachDurable = due.count == 1 && earlier.isEmpty && !flushingLater
         var done: [(folder: SidePath, lent: FolderModes.Lent)] = []
         var settled: [SidePath] = []
         for (folder, lent) in due {
             let fs = system(folder.side)
             do {
+                // Read and set through one descriptor (`FileSystem.changeMode`): a mode the user
+                // set after the read would otherwise be overwritten by the one put back.
                 guard let current = try fs.metadata(of: folder.path), current.kind == .directory,
-                      current.mode == lent.working else {
+                      try fs.changeMode(folder.path, inode: current.inode, from: lent.working, to: lent.mode, durable: eachDurable) else {
                     log.info("\(folder.path) in the \(folder.side) folder changed while it was synced; its mode is left as it is")
                     settled.append(folder)
                     continue
-                }
-                if due.count == 1 {
-                    try fs.setModeDurably(folder.path, to: lent.mode)
-                } else {
-                    try fs.setAttributes(folder.path, mode: lent.mode, mtime: nil)
                 }
                 done.append((folder, lent))
             } catch {
                 cannotGiveBack(folder, lent.mode, error)
             }
         }
-        let unflushed = due.count == 1 ? [:] : flush(Set(done.map(\.folder.side)))
+        if flushingLater {
+            folderModes.withLock { $0.awaitingFlush.formUnion(done.map(\.folder)) }
+            return noteReturned(settled)
+        }
+        let unflushed = eachDurable ? [:] : flush(Set(done.map(\.folder.side)).union(earlier.map(\.side)))
+        for folder in earlier {
+            if let error = unflushed[folder.side] {
+                log.error("cannot flush the \(folder.side) folder after setting back the mode of \(folder.path): \(error); "
+                    + "it is set back again at the next start if it is still as lent")
+            } else {
+                settled.append(folder)
+            }
+        }
         for (folder, lent) in done {
             if let error = unflushed[folder.side] {
                 cannotGiveBack(folder, lent.mode, error)

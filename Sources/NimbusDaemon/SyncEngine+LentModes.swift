@@ -72,12 +72,10 @@ extension SyncEngine {
         for entry in entries {
             let fs = system(entry.side)
             do {
-                guard let current = try fs.metadata(of: entry.path), current.inode == entry.inode,
-                      current.kind == .directory || current.kind == .file, current.mode == entry.working else {
+                guard try fs.changeMode(entry.path, inode: entry.inode, from: entry.working, to: entry.mode, durable: true) else {
                     log.info("\(entry.path) in the \(entry.side) folder changed since Nimbus lent it its owner's bits; its mode is left as it is")
                     continue
                 }
-                try fs.setModeDurably(entry.path, to: entry.mode)
                 log.notice("\(entry.path) in the \(entry.side) folder has its mode \(octalMode(entry.mode)) again: Nimbus had made it "
                     + "\(octalMode(entry.working)) for its work, and stopped before it could set it back")
             } catch {

@@ -126,7 +126,13 @@ extension SyncEngine {
         var settled: [SidePath] = []
         for (entry, file) in zip(entries, files) {
             do {
-                try local.setAttributes(entry.path, mode: entry.working, mtime: nil)
+                // Only if it still has the mode read before the note was written: a chmod of
+                // the user's meanwhile is theirs (`FileSystem.changeMode`).
+                guard try local.changeMode(entry.path, inode: entry.inode, from: entry.mode, to: entry.working, durable: false) else {
+                    log.info("\(entry.path) in the local folder changed before its state was written; it is left as it is")
+                    settled.append(entry.sidePath)
+                    continue
+                }
             } catch {
                 log.debug("cannot make \(entry.path) writable to write its \(Placeholder.stateAttribute): \(error)")
                 settled.append(entry.sidePath)
@@ -142,16 +148,10 @@ extension SyncEngine {
         var given: [LentMode] = []
         for entry in lent {
             do {
-                guard let current = try local.metadata(of: entry.path), current.inode == entry.inode,
-                      current.mode == entry.working else {
+                guard try local.changeMode(entry.path, inode: entry.inode, from: entry.working, to: entry.mode, durable: lent.count == 1) else {
                     log.info("\(entry.path) in the local folder changed while its state was written; its mode is left as it is")
                     settled.append(entry.sidePath)
                     continue
-                }
-                if lent.count == 1 {
-                    try local.setModeDurably(entry.path, to: entry.mode)
-                } else {
-                    try local.setAttributes(entry.path, mode: entry.mode, mtime: nil)
                 }
                 given.append(entry)
             } catch {

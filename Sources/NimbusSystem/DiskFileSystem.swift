@@ -175,6 +175,33 @@ public final class DiskFileSystem: FileSystem {
         try entry.closeAfter { try attributing("fsync", path.shown) { try entry.sync() } }
     }
 
+    /// open(O_RDONLY|O_NOFOLLOW), fstat and fchmod on that descriptor: a chmod by path of
+    /// someone else can come only between the fstat and the fchmod, and the entry changed is
+    /// the one read. fchmod is refused on an O_PATH descriptor, so the entry must be readable:
+    /// one that is not (no read bit for its owner, a placeholder its own daemon may not
+    /// open) is read and changed by path, the window as wide as two system calls.
+    public func changeMode(_ path: RelativePath, inode: UInt64, from expected: UInt32, to mode: UInt32, durable: Bool) throws -> Bool {
+        let entry: FileDescriptor
+        do {
+            entry = try withRoot { root in try FileDescriptor.open(beneath: root, path, [.readOnly, .noFollow, .nonBlocking]) }
+        } catch {
+            guard let current = try metadata(of: path), current.inode == inode, current.mode == expected,
+                  current.kind == .directory || current.kind == .file else { return false }
+            if durable { try setModeDurably(path, to: mode) } else { try setAttributes(path, mode: mode, mtime: nil) }
+            return true
+        }
+        return try entry.closeAfter {
+            try attributing("fchmod", path.shown) {
+                let current = try entry.metadata()
+                guard current.inode == inode, current.mode == expected,
+                      current.kind == .directory || current.kind == .file else { return false }
+                try entry.setPermissions(mode)
+                if durable { try entry.sync() }
+                return true
+            }
+        }
+    }
+
     public func isOpenForWriting(_ path: RelativePath) -> Bool {
         (try? withRoot { root in try root.withParent(of: path) { directory, name in directory.isOpenForWriting(name) } }) ?? false
     }

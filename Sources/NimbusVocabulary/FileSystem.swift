@@ -42,6 +42,15 @@ public protocol FileSystem: Sendable {
     /// that a journal commit or a removed note will rely on after a power cut.
     func setModeDurably(_ path: RelativePath, to mode: UInt32) throws
 
+    /// Changes the mode of the folder or file at `path` (never following a final symlink) from
+    /// `expected` to `mode`, only while it is still the entry `inode` with exactly the mode
+    /// `expected`; fsynced when `durable`. Returns whether it did. The mode is read and set
+    /// through one descriptor where the entry can be opened (fstat, fchmod), so that a chmod
+    /// someone else makes by path between a read and a change is not overwritten by a mode
+    /// computed from what was there before (lending a read-only folder its owner's bits, and
+    /// putting its mode back).
+    func changeMode(_ path: RelativePath, inode: UInt64, from expected: UInt32, to mode: UInt32, durable: Bool) throws -> Bool
+
     /// First half of an atomic copy: writes `source` (read from `sourceSystem`) to a temporary
     /// file on this filesystem, preserving mode and mtime, and checks that the source still
     /// matches `expected` afterwards (`CopyError.sourceChanged` otherwise). With `durable`
@@ -178,6 +187,14 @@ extension FileSystem {
     }
 
     public func adopt(_ writeProtocol: WriteProtocol) {}
+
+    /// By path: nothing else changes a simulated tree between the read and the change.
+    public func changeMode(_ path: RelativePath, inode: UInt64, from expected: UInt32, to mode: UInt32, durable: Bool) throws -> Bool {
+        guard let current = try metadata(of: path), current.inode == inode, current.mode == expected,
+              current.kind == .directory || current.kind == .file else { return false }
+        if durable { try setModeDurably(path, to: mode) } else { try setAttributes(path, mode: mode, mtime: nil) }
+        return true
+    }
 
     /// The mode, then the whole filesystem flushed: right everywhere, if heavier than needed.
     public func setModeDurably(_ path: RelativePath, to mode: UInt32) throws {

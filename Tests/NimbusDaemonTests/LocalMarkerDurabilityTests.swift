@@ -103,6 +103,15 @@ struct UploadingPair {
 
     func faulty(_ side: Side) -> FaultyFileSystem<MemoryFileSystem> { side == .local ? local : cloud }
 
+    /// After the first sync: `up` made read-only (0555) locally, and synced so on both sides.
+    func syncUpReadOnly() throws {
+        engine.start()
+        clock.advance(by: .seconds(1))
+        try local.base.setAttributes(rp("up"), mode: 0o555, mtime: nil)
+        engine.sync(nil)
+        #expect(try cloud.base.metadata(of: rp("up"))?.mode == 0o555, "the folder is read-only on both sides")
+    }
+
     var isSynced: Bool {
         Self.names.allSatisfy { (try? cloud.base.readFile(rp("up/\($0)"), limit: 100)) == Array("up \($0)".utf8) }
     }
@@ -115,6 +124,9 @@ final class FlushNotingStore: RecordStore, @unchecked Sendable {
     let memory = MemoryRecordStore()
     let trace: OperationTrace?
     let flushes: () -> (local: Int, cloud: Int)
+    /// Runs after each write of the note of lent modes, with what it holds: the moment
+    /// between Nimbus's read of a mode and its chmod, where a user's chmod may fall.
+    var afterNoteLentModes: (([LentMode]) -> Void)?
     private(set) var flushesAtCommits: [(local: Int, cloud: Int)] = []
     private var hasPending = false
 
@@ -138,5 +150,6 @@ final class FlushNotingStore: RecordStore, @unchecked Sendable {
     func noteLentModes(_ entries: [LentMode]) throws {
         try memory.noteLentModes(entries)
         trace?.append("journal", "noteLentModes", entries.map(\.path))
+        afterNoteLentModes?(entries)
     }
 }
