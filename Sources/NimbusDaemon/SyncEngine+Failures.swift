@@ -23,7 +23,13 @@ extension SyncEngine {
             scheduleRetry(path, error: "\(error)", delay: .seconds(1))
         default:
             let message = Self.explain(error, action: action)
-            log.error(message)
+            // Said once: each retry, and each pass that looks at the path, fails the same way
+            // (an unreadable file was logged 21 times a minute with a cloud polled every 5 s).
+            if state.withLock({ $0.toldFailures.updateValue(message, forKey: path) != message }) {
+                log.error(message)
+            } else {
+                log.debug("again: \(message)")
+            }
             setTransient(path, .error(message))
             publishState(of: path)
             emit(.error(path, message))

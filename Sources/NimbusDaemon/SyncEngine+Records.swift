@@ -10,6 +10,7 @@ extension SyncEngine {
         state.withLock { s in
             s.index[path] = record
             s.retryCount[path] = nil
+            s.toldFailures[path] = nil
         }
         if let record { store.put(path, record) } else { store.remove(path) }
         if let record { tellMarker(path, record) }
@@ -31,6 +32,7 @@ extension SyncEngine {
             change(&record)
             s.index[path] = record
             s.retryCount[path] = nil
+            s.toldFailures[path] = nil
             return record
         }
         if let record {
@@ -99,6 +101,7 @@ extension SyncEngine {
     func clearTransient(_ path: RelativePath, local: FileMetadata? = nil) {
         let wasFailed = state.withLock { s -> Bool? in
             guard let old = s.transient.removeValue(forKey: path) else { return nil }
+            if old.message != nil { s.toldFailures[path] = nil }
             return old.message != nil
         }
         guard let wasFailed, let now = entry(path, local: local)?.state else { return }

@@ -103,6 +103,9 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
         var createChecks: [RelativePath: (hash: ContentHash, due: MonotonicInstant, check: Int)] = [:]
         /// The special files the log told about, so that it does not at every pass (`tellSkipped`).
         var toldSpecialFiles: [RelativePath: ToldSpecialFile] = [:]
+        /// The failure last logged for each path, logged again only when it changes or after
+        /// the path synced (`handle(_:for:again:)`).
+        var toldFailures: [RelativePath: String] = [:]
     }
 
     public init(local: FS, cloud: FS, store: any RecordStore, records: [RelativePath: PathRecord],

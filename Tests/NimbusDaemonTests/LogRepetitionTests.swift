@@ -7,10 +7,11 @@ import NimbusSystem
 import NimbusTestSupport
 @testable import NimbusDaemon
 
-/// A special file is skipped with one line in the log, not one at every pass that looks at
-/// its folder (a fifo beside a file saved every few seconds was logged at each save): told
-/// again only when it changes, comes back after it was gone, or the daemon starts again.
-@Suite struct SpecialFileLogTests {
+/// What stays the same is logged once, not at every pass that looks at it: a special file
+/// (a fifo beside a file saved every few seconds was logged at each save), a file that cannot
+/// be read (logged as an error at each retry, and at each pass over its folder). Told again
+/// when it changes, comes back after it was gone (or synced), or the daemon starts again.
+@Suite struct LogRepetitionTests {
     final class Lines: Sendable {
         let all = Mutex<[String]>([])
         var logger: Logger { Logger(threshold: .debug) { [self] _, message in all.withLock { $0.append(message) } } }
@@ -57,5 +58,30 @@ import NimbusTestSupport
         restarted.start()
         restarted.sync(nil)
         #expect(lines.count("skipping pipe:") == 4 && lines.count("skipping cloud-pipe:") == 2, "\(lines.all.withLock { $0 })")
+    }
+
+    @Test func anUnreadableFileIsToldOnceUntilItSyncs() throws {
+        let lines = Lines()
+        let pair = Pair(log: lines.logger)
+        try pair.local.writeFile(rp("secret.txt"), contents: Array("secret".utf8), mode: 0o200)
+        pair.engine.start()
+        for _ in 0..<5 {
+            pair.clock.advance(by: .minutes(5))  // every retry due
+            pair.engine.sync(pair.engine.dueRetries())
+            pair.engine.sync(nil)
+        }
+        #expect(lines.count("cannot open secret.txt") == 1 + lines.count("again: cannot open secret.txt"),
+                "\(lines.all.withLock { $0 })")
+        #expect(lines.count("again: cannot open secret.txt") >= 10, "each try is still in the debug log")
+        #expect(pair.engine.status.lastError?.contains("secret.txt") == true, "status still tells it")
+
+        // Readable: it syncs; unreadable again later: a new failure, told again.
+        try pair.local.setAttributes(rp("secret.txt"), mode: 0o600, mtime: nil)
+        pair.sync()
+        #expect(pair.content(pair.cloud, "secret.txt") == "secret")
+        try pair.local.writeFile(rp("secret.txt"), contents: Array("changed".utf8), mode: 0o200)
+        pair.sync()
+        pair.sync()
+        #expect(lines.count("cannot open secret.txt") - lines.count("again: cannot open secret.txt") == 2, "\(lines.all.withLock { $0 })")
     }
 }
