@@ -72,3 +72,29 @@ extension SyncEngine {
         return target.other
     }
 }
+
+/// Failures that last are told once: each pass that meets them again says so at debug level.
+extension SyncEngine {
+    /// Logs the folders a pass could not read, once each (a folder without read permission
+    /// was warned about at every pass over its parent, and at each retry), and forgets those
+    /// within `scope` that were read this time, so that a new failure there is told again.
+    /// Told again too when the cause changes (not the wording: a folder that is a scope root
+    /// of its own fails its scan, inside a wider scope its listing).
+    func tellUnreadable(_ problems: [SidePath: (message: String, cause: Errno?)], scope: [RelativePath]) {
+        let (new, again) = state.withLock { s -> ([String], [String]) in
+            if !s.toldUnreadable.isEmpty {
+                s.toldUnreadable = s.toldUnreadable.filter { told, _ in
+                    problems[told] != nil || !scope.contains { $0.contains(told.path) }
+                }
+            }
+            var new: [String] = [], again: [String] = []
+            for (place, problem) in problems.sorted(by: { $0.key.path < $1.key.path }) {
+                let told = s.toldUnreadable.updateValue(problem.cause, forKey: place)
+                if told == nil || told! != problem.cause { new.append(problem.message) } else { again.append(problem.message) }
+            }
+            return (new, again)
+        }
+        for message in new { log.warning(message) }
+        for message in again { log.debug("again: \(message)") }
+    }
+}

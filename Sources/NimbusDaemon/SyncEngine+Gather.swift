@@ -19,6 +19,8 @@ extension SyncEngine {
         var withheld: Set<RelativePath> = []
         /// A placeholder and its file are not both in the pass: look at the whole folder.
         var needsWholeFolder = false
+        /// Folders (or scope roots) that could not be read: left out of the views.
+        var unreadable: [RelativePath] = []
     }
 
     /// The base and both sides' current entries for everything below the scope roots,
@@ -59,6 +61,7 @@ extension SyncEngine {
             }
         }
         var unreadable: [RelativePath] = []
+        var problems: [SidePath: (message: String, cause: Errno?)] = [:]
         for root in roots {
             for side in Side.allCases {
                 let fs = system(side)
@@ -74,11 +77,12 @@ extension SyncEngine {
                     found.reserveCapacity(found.count + (scan?.entries.count ?? 0))
                     for (path, meta) in scan?.entries ?? [] where !excluded(path, meta.kind == .directory) { found[path] = meta }
                     for (problem, path) in zip(scan?.problems ?? [], scan?.incomplete ?? []) {
-                        log.warning("cannot read \(path) in the \(side) folder: \(problem.errno); it is left as it is and retried")
+                        problems[SidePath(side, path)] = ("cannot read \(path) in the \(side) folder: \(problem.errno); it is left as it is and retried",
+                                                          problem.errno)
                         unreadable.append(path)
                     }
                 } catch {
-                    log.warning("cannot scan \(root) in the \(side) folder: \(error); it will be retried")
+                    problems[SidePath(side, root)] = ("cannot scan \(root) in the \(side) folder: \(error); it will be retried", Errno(of: error))
                     unreadable.append(root)
                 }
                 // Most passes have one root: the scan becomes the view as it is, without a rehash.
@@ -89,6 +93,8 @@ extension SyncEngine {
                 }
             }
         }
+        tellUnreadable(problems, scope: roots)
+        views.unreadable = unreadable
         // What could not be read must not look like a deletion: leave it out entirely.
         for path in unreadable {
             scheduleRetry(path, error: "unreadable")

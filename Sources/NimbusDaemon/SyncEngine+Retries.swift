@@ -20,12 +20,13 @@ extension SyncEngine {
     /// A failed path now on neither side and not journaled (a cloud file that could not come
     /// here, `PlaceholderNameTooLong`, renamed or deleted there since): nothing is left to
     /// fail, so status stops counting it and nothing retries it. Otherwise no pass would plan
-    /// anything for it, and its error would stay until a restart.
+    /// anything for it, and its error would stay until a restart. A path inside a folder the
+    /// pass could not read is not in the views either, but may well be there: it stays.
     func forgetFailuresOfVanishedPaths(in scope: [RelativePath], _ views: Views) {
         let vanished = state.withLock { s in
             s.transient.filter { path, state in
                 state.message != nil && s.index[path] == nil && views.local[path] == nil && views.cloud[path] == nil
-                    && scope.contains { $0.contains(path) }
+                    && scope.contains { $0.contains(path) } && !views.unreadable.contains { $0.contains(path) }
             }.keys
         }
         for path in vanished {

@@ -84,4 +84,42 @@ import NimbusTestSupport
         pair.sync()
         #expect(lines.count("cannot open secret.txt") - lines.count("again: cannot open secret.txt") == 2, "\(lines.all.withLock { $0 })")
     }
+
+    @Test func anUnreadableFolderIsToldOnceUntilItIsReadAgain() throws {
+        let lines = Lines()
+        let pair = Pair(log: lines.logger)
+        try pair.local.write(rp("d/a.txt"), Array("a".utf8))
+        pair.engine.start()
+        try pair.local.setAttributes(rp("d"), mode: 0o000, mtime: nil)
+        for _ in 0..<4 {
+            pair.sync()
+            pair.engine.sync([rp("d")])
+        }
+        // Listed inside the root ("cannot read d"), or scanned as a scope root ("cannot scan d").
+        let said = { lines.all.withLock { $0.filter { $0.contains(" d in the local folder") } } }
+        let told = { said().filter { !$0.hasPrefix("again: ") }.count }
+        #expect(told() == 1, "\(said())")
+        #expect(said().count >= 8, "each pass still says it at debug level: \(said())")
+        try pair.local.setAttributes(rp("d"), mode: 0o755, mtime: nil)
+        pair.sync()
+        try pair.local.setAttributes(rp("d"), mode: 0o000, mtime: nil)
+        pair.sync()
+        #expect(told() == 2, "unreadable again after it was read: told again")
+        #expect(pair.content(pair.cloud, "d/a.txt") == "a", "the cloud copy survives")
+    }
+
+    /// A file whose copy failed, then deleted: nothing is left in error (status said "1 file
+    /// failed to sync" and exited 1, with nothing to list or fix, until a restart).
+    @Test func theErrorOfAFileGoneFromBothFoldersIsForgotten() throws {
+        let pair = Pair()
+        try pair.local.writeFile(rp("secret.txt"), contents: Array("secret".utf8), mode: 0o200)
+        try pair.local.writeFile(rp("other.txt"), contents: Array("other".utf8), mode: 0o200)
+        pair.engine.start()
+        #expect(pair.engine.errorCount == 2)
+        try pair.local.removeFile(rp("secret.txt"))
+        pair.sync()
+        #expect(pair.engine.errorCount == 1, "other.txt is still unreadable, secret.txt is gone")
+        pair.engine.sync([rp("other.txt")])
+        #expect(pair.engine.errorCount == 1)
+    }
 }
