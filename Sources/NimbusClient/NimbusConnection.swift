@@ -19,12 +19,17 @@ public final class NimbusConnection: Sendable {
     public let daemon: HelloResult
     /// The socket this connection reached.
     public let socketPath: String
+    /// How long a call waits for its answer before it fails with `.timedOut` (see
+    /// `answerLimit`): a daemon that reads a request but never answers must not keep its
+    /// caller waiting for ever.
+    public let answerTimeout: Duration
     let transport: Transport
 
-    private init(daemon: HelloResult, transport: Transport) {
+    private init(daemon: HelloResult, transport: Transport, answerTimeout: Duration) {
         self.daemon = daemon
         self.socketPath = transport.socketPath
         self.transport = transport
+        self.answerTimeout = answerTimeout
     }
 
     deinit { transport.close() }
@@ -33,17 +38,24 @@ public final class NimbusConnection: Sendable {
     /// each request off the socket, unless `connect` is told otherwise.
     public static let defaultTimeout: Duration = .seconds(30)
 
+    /// How long a call waits for its answer, unless `connect` is told otherwise. Generous:
+    /// calls that act (`rescan`, `resolve`, `pause`) are answered once the engine is between
+    /// two passes, and a pass over a big tree takes minutes.
+    public static let defaultAnswerTimeout: Duration = .seconds(600)
+
     /// Connects and says `hello`. For an instance, the user's own daemon is tried first,
     /// then the system service's. Throws `.notRunning` (with how to start it) when nothing
     /// listens, and `.timedOut` when the daemon does not accept the connection or answer
     /// `hello` within `timeout` (each), or later does not take a request off the socket
-    /// within it: it is stuck. No call waits in a system call on the caller's thread (the
+    /// within it: it is stuck. A call not answered within `answerTimeout` (`answerLimit`
+    /// says which calls wait longer) fails alone with `.timedOut`. No call waits in a system call on the caller's thread (the
     /// connect runs on a thread of its own, requests are written by the connection's thread),
     /// so a stuck daemon never holds a thread of Swift's cooperative pool.
     public static func connect(to endpoint: NimbusEndpoint = .default,
                                clientName: String = "NimbusClient \(NimbusVersion.string)",
                                environment: [String: String] = ProcessInfo.processInfo.environment,
-                               timeout: Duration = defaultTimeout) async throws -> NimbusConnection {
+                               timeout: Duration = defaultTimeout,
+                               answerTimeout: Duration = defaultAnswerTimeout) async throws -> NimbusConnection {
         let transport = try await ProcessSupport.onThreadOfItsOwn(name: "nimbus-connect") {
             try open(endpoint, environment: environment, timeout: timeout)
         }
@@ -56,7 +68,7 @@ public final class NimbusConnection: Sendable {
             guard ProtocolVersion.supported.contains(hello.version) else {
                 throw NimbusClientError.badResponse("the daemon chose protocol version \(hello.version), which this client does not speak")
             }
-            return NimbusConnection(daemon: hello, transport: transport)
+            return NimbusConnection(daemon: hello, transport: transport, answerTimeout: answerTimeout)
         } catch {
             transport.close()
             throw error
@@ -121,20 +133,38 @@ public final class NimbusConnection: Sendable {
     /// Any method, with typed parameters and result.
     public func call<Params: Encodable & Sendable, Result: Decodable & Sendable>(
         _ method: ControlMethod, _ params: Params, as type: Result.Type = Result.self) async throws -> Result {
-        try Self.decode(type, try await transport.request(method.rawValue, params))
+        try Self.decode(type, try await transport.request(method.rawValue, params, answerWithin: answerLimit(method.rawValue, params)))
     }
 
     /// Any method by name, with the result exactly as the daemon sent it, for tools that
     /// pass results on (`nimbusctl --json`) and for methods newer than this library.
     public func callRaw(_ method: String, _ params: some Encodable & Sendable) async throws -> JSONValue {
-        try Self.rawResult(try await transport.request(method, params))
+        try Self.rawResult(try await transport.request(method, params, answerWithin: answerLimit(method, params)))
     }
 
     /// Both forms of one answer: typed for reading, raw for passing on.
     func callBoth<Result: Decodable & Sendable>(_ method: ControlMethod, _ params: some Encodable & Sendable,
                                                  as type: Result.Type) async throws -> (Result, JSONValue) {
-        let line = try await transport.request(method.rawValue, params)
+        let line = try await transport.request(method.rawValue, params, answerWithin: answerLimit(method.rawValue, params))
         return (try Self.decode(type, line), try Self.rawResult(line))
+    }
+
+    /// How long a call may wait for its answer: `answerTimeout`, after the call's own wait
+    /// for an `acquire` that waits at most `timeoutSeconds`. No limit for the calls answered
+    /// when their work is done, however long that takes: an `acquire` without a limit (it
+    /// waits for the path as long as the connection is open: `nimbusctl lock` without
+    /// `--wait`) and a `download` that waits for the file (gigabytes over a slow share).
+    func answerLimit(_ method: String, _ params: some Encodable & Sendable) -> Duration? {
+        switch params {
+        case let acquire as AcquireParams:
+            // The daemon refuses more than a year, and a negative or NaN limit.
+            guard let seconds = acquire.timeoutSeconds, seconds.isFinite else { return nil }
+            return answerTimeout + .seconds(min(max(seconds, 0), 366 * 86_400))
+        case let download as PathAction where method == ControlMethod.download.rawValue:
+            return download.wait == false ? answerTimeout : nil
+        default:
+            return answerTimeout
+        }
     }
 
     /// The `result` of a response line exactly as sent.

@@ -1,5 +1,6 @@
 import Foundation
 @testable import NimbusClient
+import NimbusProtocol
 import NimbusSystem
 import NimbusTestSupport
 import NimbusTestTraits
@@ -104,6 +105,40 @@ struct ConnectionTimeoutTests {
         await #expect(throws: NimbusClientError.timedOut(socketPath: daemon.path, operation: "sending the stat request", limit: Self.limit)) {
             try await connection.status()
         }
+    }
+
+    /// A daemon that reads a request but never answers it: the call fails after the
+    /// connection's answer timeout with `timed_out` naming the socket and the method, holding
+    /// no thread meanwhile, and the connection still serves the calls after it. Before, only
+    /// hello was bounded, and the call waited for ever (here: until the fake daemon left).
+    @Test func aRequestNeverAnsweredTimesOutAlone() async throws {
+        let daemon = try FakeDaemon()
+        daemon.serve { exchange in
+            if exchange.method == "locks" { exchange.result(LocksResult(locks: [])) }  // status: never answered
+        }
+        let connection = try await NimbusConnection.connect(to: .socket(daemon.path), timeout: Self.limit, answerTimeout: Self.limit)
+        let (order, error) = try await whileStuck { _ = try await connection.status() }
+        #expect(order == ["other task ended", "stuck call ended"])
+        expectTimedOut(error, daemon.path, "waiting for the answer to status")
+        #expect(try await connection.locks().isEmpty, "the connection still serves")
+    }
+
+    /// Calls that wait by design are not cut short: an acquire that waits gets its own wait
+    /// on top of the answer timeout (`lock --wait 60`), one without a limit and a download
+    /// that waits for its file get none; every other call gets the answer timeout.
+    @Test func aCallThatWaitsByDesignGetsItsOwnWaitOnTop() async throws {
+        let daemon = try FakeDaemon()
+        daemon.serve()
+        let connection = try await NimbusConnection.connect(to: .socket(daemon.path), timeout: Self.limit, answerTimeout: Self.limit)
+        #expect(connection.answerTimeout == Self.limit)
+        let a = WirePath("a")
+        #expect(connection.answerLimit("acquire", AcquireParams(path: a, mode: "shared", timeoutSeconds: 60)) == Self.limit + .seconds(60))
+        #expect(connection.answerLimit("acquire", AcquireParams(path: a, mode: "shared", timeoutSeconds: 0)) == Self.limit)
+        #expect(connection.answerLimit("acquire", AcquireParams(path: a, mode: "exclusive")) == nil)
+        #expect(connection.answerLimit("download", PathAction("a", wait: nil)) == nil)
+        #expect(connection.answerLimit("download", PathAction("a", wait: false)) == Self.limit)
+        #expect(connection.answerLimit("status", NoParams()) == Self.limit)
+        #expect(connection.answerLimit("rescan", NoParams()) == Self.limit)
     }
 
     @Test func limitsAreSaidAsPeopleReadThem() {
