@@ -52,7 +52,7 @@ extension ControlHandler {
     func status(clients: Int) -> StatusResult {
         let status = view.status
         let (phase, reason) = Self.describe(status.phase)
-        return StatusResult(phase: phase, reason: reason, paused: status.phase == .paused, tracked: status.tracked,
+        return StatusResult(phase: phase, reason: reason, paused: status.paused, tracked: status.tracked,
                             heldDeletes: status.heldDeletes, conflicts: view.conflictCount,
                             bytesCopied: status.bytesCopied, filesCopied: status.filesCopied, lastError: status.lastError,
                             instance: setup.instance, localRoot: setup.localRoot, cloudRoot: setup.cloudRoot,

@@ -40,7 +40,8 @@ public struct EngineSettings: Sendable {
     }
 }
 
-/// What the engine is doing, for status, logs and systemd.
+/// What the engine shows it is doing, for status, logs and systemd: `EngineStatus.phase`
+/// composes it from the three records it keeps.
 public enum EnginePhase: Hashable, Sendable {
     case starting
     case idle
@@ -50,10 +51,34 @@ public enum EnginePhase: Hashable, Sendable {
     case halted(String)
 }
 
+/// What the engine is doing when nothing holds it back.
+public enum EngineActivity: Hashable, Sendable {
+    case starting, idle, syncing
+
+    var phase: EnginePhase {
+        switch self {
+        case .starting: .starting
+        case .idle: .idle
+        case .syncing: .syncing
+        }
+    }
+}
+
 /// The engine's published state: read by the control server and status reporters from
 /// other threads, always under the engine's lock.
 public struct EngineStatus: Sendable {
-    public var phase: EnginePhase = .starting
+    /// The user's pause and the missing root are separate records, each set and cleared by
+    /// its own cause: pausing while halted and resuming keeps the halt, and a root that comes
+    /// back while paused keeps the pause (one phase holding either used to overwrite the other).
+    public var activity = EngineActivity.starting
+    /// Paused by the user (`nimbusctl pause`), until resumed: the one record of it.
+    public var paused = false
+    /// Why a root is missing or not ours; nil while both are there.
+    public var haltReason: String?
+    /// The phase shown: a halt first (resuming does not end it), then the pause, then what
+    /// the engine does.
+    public var phase: EnginePhase { haltReason.map(EnginePhase.halted) ?? (paused ? .paused : activity.phase) }
+    public var isHalted: Bool { haltReason != nil }
     public var tracked = 0
     /// Deletions held by the mass-delete guard, waiting for confirm or revert.
     public var heldDeletes = 0

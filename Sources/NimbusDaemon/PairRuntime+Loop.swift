@@ -126,10 +126,7 @@ extension PairRuntime {
         }
     }
 
-    var isHalted: Bool {
-        if case .halted = engine.status.phase { return true }
-        return false
-    }
+    var isHalted: Bool { engine.status.isHalted }
 
     /// The versions store is pruned after full scans (at most every ten minutes), and at
     /// once when it grew past its size limit.

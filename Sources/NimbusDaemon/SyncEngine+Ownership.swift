@@ -31,14 +31,27 @@ extension SyncEngine {
     /// Whether `requestStop` was called.
     public var isStopping: Bool { stopRequested.load(ordering: .relaxed) }
 
-    /// Whether sync is paused: the one record of it (the status phase `.paused`), read by
-    /// the runtime, the control server and `status` alike.
-    public var isPaused: Bool { state.withLock { $0.status.phase == .paused } }
+    /// Whether sync is paused: the one record of it (`EngineStatus.paused`), read by the
+    /// runtime, the control server and `status` alike.
+    public var isPaused: Bool { state.withLock { $0.status.paused } }
 
-    /// While paused, changes are collected but nothing is copied; resuming makes the phase idle.
+    /// While paused, changes are collected but nothing is copied. Neither pausing nor
+    /// resuming touches a halt (a missing root), which only its root's return ends.
     public func setPaused(_ paused: Bool) {
         checkOwner()
-        state.withLock { $0.status.phase = paused ? .paused : .idle }
-        emit(.phase(paused ? .paused : .idle))
+        updateStatus { $0.paused = paused }
+    }
+
+    /// Changes the published status and tells `onEvent` when the phase it shows changed.
+    /// Returns what `change` returns.
+    @discardableResult
+    func updateStatus<R>(_ change: (inout EngineStatus) -> R) -> R {
+        let (result, before, after) = state.withLock { s in
+            let before = s.status.phase
+            let result = change(&s.status)
+            return (result, before, s.status.phase)
+        }
+        if before != after { emit(.phase(after)) }
+        return result
     }
 }

@@ -39,8 +39,8 @@ extension SyncEngine {
     public func sync(_ paths: Set<RelativePath>?, reportedGone: Set<RelativePath>? = nil) {
         checkOwner()
         guard !isStopping, rootsAreReady() else { return }
-        setPhase(.syncing)
-        defer { setPhase(.idle) }
+        setActivity(.syncing)
+        defer { setActivity(.idle) }
         forgetEchoes()
         var scope = scopeRoots(paths.map(withPlaceholderNames).map(withHardLinkNames))
         // A pass normally settles in one round; a second one follows only when something
@@ -84,13 +84,12 @@ extension SyncEngine {
         state.withLock { s in paths.reduce(into: paths) { all, path in all.formUnion(s.index.otherLocalNames(of: path)) } }
     }
 
-    func setPhase(_ phase: EnginePhase) {
-        let changed = state.withLock { s -> Bool in
-            if case .halted = s.status.phase { return false }
-            defer { s.status.phase = phase; s.status.tracked = s.index.count }
-            return s.status.phase != phase
+    func setActivity(_ activity: EngineActivity) {
+        let tracked = state.withLock { $0.index.count }
+        updateStatus { status in
+            status.activity = activity
+            status.tracked = tracked
         }
-        if changed { emit(.phase(phase)) }
     }
 
     /// The outermost paths to look at. A path whose parent was never synced is widened to

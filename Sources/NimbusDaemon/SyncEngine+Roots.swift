@@ -19,19 +19,19 @@ extension SyncEngine {
             wroteLocalMarker: { state.withLock { $0.localMarkerAwaitsFlush = true } })
         switch check {
         case .ready:
-            let wasHalted = state.withLock { s -> Bool in
-                if case .halted = s.status.phase { s.status.phase = .idle; return true }
-                return false
+            let wasHalted = updateStatus { status in
+                defer { status.haltReason = nil }
+                return status.isHalted
             }
             if wasHalted { log.notice("both folders are back; sync resumes") }
             probeCloudIfNeeded(force: wasHalted)
             return true
         case .missing(let message):
-            let isNew = state.withLock { s -> Bool in
-                defer { s.status.phase = .halted(message) }
-                return s.status.phase != .halted(message)
+            let isNew = updateStatus { status in
+                defer { status.haltReason = message }
+                return status.haltReason != message
             }
-            if isNew { log.error(message); emit(.phase(.halted(message))) }
+            if isNew { log.error(message) }
             return false
         }
     }

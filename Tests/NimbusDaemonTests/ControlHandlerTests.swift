@@ -15,7 +15,6 @@ import NimbusSystem
 /// for `Sendable` and `PathLocks` is a class.
 final class FakeControlContext: @unchecked Sendable {
     struct Record {
-        var paused = false
         var status = EngineStatus()
         var entries: [RelativePath: EntryInfo] = [:]
         var asked: [String] = []
@@ -29,7 +28,7 @@ final class FakeControlContext: @unchecked Sendable {
 }
 
 extension FakeControlContext: PairView {
-    var isPaused: Bool { record.withLock { $0.paused } }
+    var isPaused: Bool { record.withLock { $0.status.paused } }
     var status: EngineStatus { record.withLock { $0.status } }
     var conflictCount: Int { 0 }
     var errorCount: Int { 0 }
@@ -50,10 +49,7 @@ extension FakeControlContext: PairCommands {
     func perform(_ work: @escaping @Sendable () -> Void) { engineThread.async(execute: work) }
     func setPaused(_ paused: Bool) {
         perform { [self] in
-            record.withLock {
-                $0.paused = paused
-                $0.status.phase = paused ? .paused : .idle
-            }
+            record.withLock { $0.status.paused = paused }
         }
     }
     func syncSoon(_ paths: [RelativePath]) { note("syncSoon \(paths)") }
@@ -95,7 +91,7 @@ extension FakeControlContext: PairResidency {
         let pair = FakeControlContext()
         let file = EntryInfo(path: rp("a.txt"), kind: .file, size: 2, mtime: 5, state: .downloaded, conflictCopy: nil, residency: .auto)
         pair.record.withLock {
-            $0.status.phase = .idle
+            $0.status.activity = .idle
             $0.status.tracked = 7
             $0.entries[file.path] = file
         }

@@ -97,6 +97,39 @@ struct Pair {
         #expect(pair.content(pair.local, "a") == "keep")
     }
 
+    /// The user's pause and a missing root are two records: pausing while halted and resuming
+    /// shows the halt again at once (it showed idle, until the next pass looked at the roots,
+    /// and the runtime's halted-only rules lapsed meanwhile), and a root that comes back while
+    /// paused ends the halt, not the pause.
+    @Test func aPauseAndAHaltAreKeptApart() throws {
+        let pair = Pair()
+        try pair.local.write(rp("a"), Array("keep".utf8))
+        pair.engine.start()
+        let marker = rp(".nimbus/root"), away = rp(".nimbus/root-away")
+        try pair.cloud.rename(marker, to: away, replacing: false)
+        pair.sync()
+        guard case .halted(let message) = pair.engine.status.phase else {
+            Issue.record("expected the pair to halt, got \(pair.engine.status.phase)")
+            return
+        }
+        pair.engine.setPaused(true)
+        #expect(pair.engine.isPaused && pair.engine.status.paused)
+        #expect(pair.engine.status.phase == .halted(message), "the halt shows while paused")
+        pair.engine.setPaused(false)
+        #expect(!pair.engine.isPaused, "resumed")
+        #expect(pair.engine.status.phase == .halted(message), "resuming does not end the halt")
+        #expect(pair.engine.status.isHalted)
+
+        pair.engine.setPaused(true)
+        try pair.cloud.rename(away, to: marker, replacing: false)
+        pair.sync()
+        #expect(!pair.engine.status.isHalted, "the marker is back")
+        #expect(pair.engine.isPaused && pair.engine.status.phase == .paused, "the root's return does not resume")
+        pair.engine.setPaused(false)
+        #expect(pair.engine.status.phase == .idle)
+        #expect(pair.content(pair.local, "a") == "keep" && pair.content(pair.cloud, "a") == "keep")
+    }
+
     @Test func overwrittenCloudContentIsKeptAsAVersionAndRestorable() throws {
         let pair = Pair()
         try pair.local.write(rp("doc.txt"), Array("v1".utf8))
