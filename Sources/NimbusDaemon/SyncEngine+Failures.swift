@@ -7,6 +7,11 @@ extension SyncEngine {
     func handle(_ error: any Error, for action: Action, again: inout Set<RelativePath>) {
         let path = action.path
         switch error {
+        case is CancellationError:
+            // Stopping (SIGTERM) mid-copy: its temporary is gone and nothing is recorded; the
+            // next start's scan finds the path as it was and copies it then.
+            log.info("\(action.path): the copy was abandoned, nimbusd is stopping")
+            clearTransient(path)
         case is ChangedSincePlanned, CopyError.destinationChanged:
             log.info("\(error)")
             again.insert(path)

@@ -32,6 +32,11 @@ extension SyncEngine {
             path == RootMarkers.local || path == RootMarkers.cloudDirectory
                 || TemporaryName.isTemporary(path.name) || isIgnored(path, isDirectory)
         }
+        // Asked before each directory is entered: a stop (SIGTERM) ends the walk there.
+        let descend = { [self] (path: RelativePath) throws -> Bool in
+            try stopIfRequested()
+            return !excluded(path, true)
+        }
         // The folders above each scope root: a rename into an existing folder must see it.
         let ancestors = Set(roots.flatMap { root -> [RelativePath] in
             var chain: [RelativePath] = []
@@ -69,10 +74,10 @@ extension SyncEngine {
                 do {
                     var scan: ScanResult?
                     if root.isRoot {
-                        scan = try fs.scan(.root) { !excluded($0, true) }
+                        scan = try fs.scan(.root, descend: descend)
                     } else if let meta = try fs.metadata(of: root), !excluded(root, meta.kind == .directory) {
                         found[root] = meta
-                        if meta.kind == .directory { scan = try fs.scan(root) { !excluded($0, true) } }
+                        if meta.kind == .directory { scan = try fs.scan(root, descend: descend) }
                     }
                     found.reserveCapacity(found.count + (scan?.entries.count ?? 0))
                     for (path, meta) in scan?.entries ?? [] where !excluded(path, meta.kind == .directory) { found[path] = meta }
@@ -81,6 +86,8 @@ extension SyncEngine {
                                                           problem.errno)
                         unreadable.append(path)
                     }
+                } catch is CancellationError {
+                    return views  // Stopping: the caller plans nothing from a half view.
                 } catch {
                     problems[SidePath(side, root)] = ("cannot scan \(root) in the \(side) folder: \(error); it will be retried", Errno(of: error))
                     unreadable.append(root)

@@ -61,7 +61,8 @@ extension SyncEngine {
         let destination = system(side)
         let size = max(request.source.size, 1)
         do {
-            let progress = { [weak self] (done: Int64) in
+            let progress = { [weak self] (done: Int64) throws in
+                try self?.stopIfRequested()
                 self?.heartbeat()
                 self?.setTransient(path, side == .cloud ? .uploading(progress: Double(done) / Double(size))
                                                         : .downloading(progress: Double(done) / Double(size)))

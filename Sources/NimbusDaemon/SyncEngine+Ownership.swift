@@ -31,6 +31,13 @@ extension SyncEngine {
     /// Whether `requestStop` was called.
     public var isStopping: Bool { stopRequested.load(ordering: .relaxed) }
 
+    /// Throws `CancellationError` once `requestStop` was called: asked inside long work (each
+    /// directory of a scan, each chunk of a copy, from any thread), so that a SIGTERM waits
+    /// for one chunk, not a whole tree or a multi-GB file. A load of an atomic.
+    func stopIfRequested() throws {
+        if isStopping { throw CancellationError() }
+    }
+
     /// Whether sync is paused: the one record of it (`EngineStatus.paused`), read by the
     /// runtime, the control server and `status` alike.
     public var isPaused: Bool { state.withLock { $0.status.paused } }

@@ -57,6 +57,8 @@ extension SyncEngine {
                 scope = scopeRoots(Set(scope).union(renamedFrom))
                 views = gather(scope)
             }
+            // Stopped mid-scan: what was seen is partial, and nothing is planned from it.
+            if isStopping { break }
             forgetFailuresOfVanishedPaths(in: scope, views)
             let reported = scope == [.root] ? nil : reportedGone.map(withPlaceholderNames)
             holdUnreportedDeletions(&views, reported: reported, heldInThisSync: &held)

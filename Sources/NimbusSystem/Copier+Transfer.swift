@@ -42,15 +42,16 @@ struct ContentTransfer {
 
     /// Copies the source's `st_size` bytes (`status` is its fstat before the copy), or fewer
     /// when it ends early (it shrank: the caller's check sees it), reporting the running total
-    /// to `progress`. Returns the count copied.
-    func run(status: stat, progress: (Int64) -> Void) throws -> Int64 {
+    /// to `progress` after each chunk; what `progress` throws ends the copy there (the caller
+    /// removes the temporary). Returns the count copied.
+    func run(status: stat, progress: (Int64) throws -> Void) throws -> Int64 {
         let size = Int64(status.st_size)
         guard size > 0 else { return 0 }
         // Advice only: a filesystem that ignores it loses nothing.
         if size > Self.adviceThreshold { try? Sys.fadvise(input.rawValue, POSIX_FADV_SEQUENTIAL) }
         let devices = destinationDevice.map { CloneRefusals.Pair(source: UInt64(status.st_dev), destination: $0) }
         if devices.map(CloneRefusals.contains) != true, let cloned = try clone(devices) {
-            progress(cloned)
+            try progress(cloned)
             return cloned
         }
         var state = DenseCopy()
@@ -69,7 +70,7 @@ struct ContentTransfer {
 
     /// The data ranges one by one, then the size; nil when the source has no holes, or this
     /// filesystem cannot say where they are (`SEEK_DATA` refused): copied densely then.
-    private func copySparse(size: Int64, blocks: Int64, state: inout DenseCopy, progress: (Int64) -> Void) throws -> Int64? {
+    private func copySparse(size: Int64, blocks: Int64, state: inout DenseCopy, progress: (Int64) throws -> Void) throws -> Int64? {
         guard blocks * 512 < size else { return nil }
         var offset: Int64 = 0
         while offset < size {
@@ -92,13 +93,13 @@ struct ContentTransfer {
             offset = end
         }
         try attributing("truncate", temporary.shown) { try Sys.ftruncate(output.rawValue, size) }
-        progress(size)
+        try progress(size)
         return size
     }
 
     /// Copies the bytes from `start` to `end` at the same offsets; returns where it stopped
     /// (before `end` only when the source ended early).
-    private func copy(from start: Int64, to end: Int64, state: inout DenseCopy, progress: (Int64) -> Void) throws -> Int64 {
+    private func copy(from start: Int64, to end: Int64, state: inout DenseCopy, progress: (Int64) throws -> Void) throws -> Int64 {
         var offset = start
         while offset < end {
             let wanted = Int(min(end - offset, Int64(Self.chunkSize)))
@@ -115,7 +116,7 @@ struct ContentTransfer {
                 if copied == 0 { break }
             }
             offset += Int64(copied)
-            progress(offset)
+            try progress(offset)
         }
         return offset
     }

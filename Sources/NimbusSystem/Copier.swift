@@ -26,7 +26,7 @@ struct Copier {
     /// content hash is read after the copy, before the check that it did not change, so it is
     /// the hash of exactly what was copied.
     func prepare(_ source: RelativePath, expected: FileMetadata, into placement: TemporaryPlacement, durable: Bool,
-                 hashing: Bool = false, progress: (Int64) -> Void) throws -> PreparedCopy {
+                 hashing: Bool = false, progress: (Int64) throws -> Void) throws -> PreparedCopy {
         guard expected.kind == .file else { throw CopyError.notAFile(source) }
         let input = try openSource(source)
         return try input.closeAfter {

@@ -69,7 +69,7 @@ extension DiskFileSystem {
     }
 
     public func prepareCopy(of source: RelativePath, from sourceSystem: DiskFileSystem, expected: FileMetadata,
-                            durable: Bool, progress: (Int64) -> Void) throws -> PreparedCopy {
+                            durable: Bool, progress: (Int64) throws -> Void) throws -> PreparedCopy {
         // The protocol does not say where the copy will go; the engine installs it at the
         // same path as the source, so its directory here is the best guess for "next to it".
         try prepareCopy(of: source, from: sourceSystem, expected: expected, into: temporaryPlacement(near: source),
@@ -77,14 +77,14 @@ extension DiskFileSystem {
     }
 
     public func prepareCopy(of source: RelativePath, from sourceSystem: DiskFileSystem, expected: FileMetadata,
-                            staged: RelativePath, durable: Bool, progress: (Int64) -> Void) throws -> PreparedCopy {
+                            staged: RelativePath, durable: Bool, progress: (Int64) throws -> Void) throws -> PreparedCopy {
         try prepareCopy(of: source, from: sourceSystem, expected: expected, into: .staged(staged), durable: durable,
                         progress: progress)
     }
 
     private func prepareCopy(of source: RelativePath, from sourceSystem: DiskFileSystem, expected: FileMetadata,
                              into placement: TemporaryPlacement, durable: Bool,
-                             progress: (Int64) -> Void) throws -> PreparedCopy {
+                             progress: (Int64) throws -> Void) throws -> PreparedCopy {
         try sourceSystem.withRoot { sourceRoot in
             try rootDirectory.withDescriptorAndDevice { root, device in
                 // A destination checked by content (a shared network cloud) needs the hash of

@@ -75,7 +75,7 @@ public final class DiskFileSystem: FileSystem {
         }
     }
 
-    public func scan(_ directory: RelativePath, descend: (RelativePath) -> Bool) throws -> ScanResult {
+    public func scan(_ directory: RelativePath, descend: (RelativePath) throws -> Bool) throws -> ScanResult {
         try withRoot { root in try Scanner(root: root).scan(directory, descend: descend) }
     }
 

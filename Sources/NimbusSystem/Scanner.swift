@@ -22,8 +22,9 @@ public struct Scanner {
     /// Every entry below `directory` (not `directory` itself). `descend` is asked for each
     /// subdirectory before it is entered; an entry it refuses is still reported. A
     /// subdirectory that cannot be listed (unreadable, vanished, replaced by a symlink) goes
-    /// to `problems` and the walk goes on; only a failure on `directory` itself is thrown.
-    public func scan(_ directory: RelativePath, descend: (RelativePath) -> Bool) throws -> ScanResult {
+    /// to `problems` and the walk goes on; only a failure on `directory` itself is thrown,
+    /// and what `descend` throws (a stop), which ends the walk at once.
+    public func scan(_ directory: RelativePath, descend: (RelativePath) throws -> Bool) throws -> ScanResult {
         try withUnsafeTemporaryAllocation(byteCount: Self.linkBufferSize, alignment: 1) { linkBuffer in
             var walk = Walk(root: root, linkBuffer: linkBuffer)
             try walk.list(directory, descend: descend)
@@ -62,7 +63,7 @@ private struct Walk {
     /// Appends the entries of `directory` to the result and its subdirectories (those
     /// `descend` accepts) to `pending`. Throws only when the directory cannot be opened;
     /// a failure half-way is recorded as a problem, keeping what was read.
-    mutating func list(_ directory: RelativePath, descend: (RelativePath) -> Bool) throws {
+    mutating func list(_ directory: RelativePath, descend: (RelativePath) throws -> Bool) throws {
         let stream = try attributing("open", directory.shown) {
             let fd = try FileDescriptor.open(beneath: root, directory, [.directory, .noFollow])
             do {
@@ -90,7 +91,7 @@ private struct Walk {
             let path = RelativePath(unchecked: joined(prefix, name))
             guard let metadata = inspect(name, in: fd, path: path) else { continue }
             result.entries.append((path, metadata))
-            if metadata.kind == .directory && descend(path) { subdirectories.append(path) }
+            if metadata.kind == .directory, try descend(path) { subdirectories.append(path) }
         }
         pending.append(contentsOf: subdirectories.reversed())
     }

@@ -11,8 +11,10 @@ public protocol FileSystem: Sendable {
     /// Every entry below `directory` (not the directory itself), parents before children,
     /// symlinks not followed. `descend` is asked before entering each subdirectory (ignore
     /// rules, `.nimbus`); an entry it refuses is still reported, its contents are not.
-    /// Unreadable subdirectories are reported in `problems`, never thrown.
-    func scan(_ directory: RelativePath, descend: (RelativePath) -> Bool) throws -> ScanResult
+    /// Unreadable subdirectories are reported in `problems`, never thrown. An error `descend`
+    /// throws ends the scan and is thrown as it is: the daemon stopping mid-walk
+    /// (`CancellationError`) waits for one directory's listing, not the whole tree's.
+    func scan(_ directory: RelativePath, descend: (RelativePath) throws -> Bool) throws -> ScanResult
 
     /// Hash of a regular file's content (see `ContentHash`).
     func contentHash(of path: RelativePath) throws -> ContentHash
@@ -55,15 +57,17 @@ public protocol FileSystem: Sendable {
     /// file on this filesystem, preserving mode and mtime, and checks that the source still
     /// matches `expected` afterwards (`CopyError.sourceChanged` otherwise). With `durable`
     /// the temporary file is fsynced; without, the caller batches one `synchronize()`.
-    /// No temporary file is left behind when this throws.
+    /// No temporary file is left behind when this throws. `progress` gets the bytes copied so
+    /// far, every few MiB; an error it throws ends the copy (its temporary removed) and is
+    /// thrown as it is: the daemon stopping in a multi-GB copy (`CancellationError`).
     func prepareCopy(of source: RelativePath, from sourceSystem: Self, expected: FileMetadata,
-                     durable: Bool, progress: (Int64) -> Void) throws -> PreparedCopy
+                     durable: Bool, progress: (Int64) throws -> Void) throws -> PreparedCopy
 
     /// `prepareCopy`, creating the file exactly at `staged` (`O_EXCL`, mode 0600 until it is
     /// written), a path inside a staging folder whose folders exist: the folder is published
     /// whole with `publishFolder`, or its files installed one by one.
     func prepareCopy(of source: RelativePath, from sourceSystem: Self, expected: FileMetadata, staged: RelativePath,
-                     durable: Bool, progress: (Int64) -> Void) throws -> PreparedCopy
+                     durable: Bool, progress: (Int64) throws -> Void) throws -> PreparedCopy
 
     /// Renames the folder `staged` to `destination` in one step that never replaces anything
     /// (`RENAME_NOREPLACE`). False, with nothing changed, when `destination` exists (another

@@ -30,4 +30,61 @@ struct DaemonEndTests {
         #expect(daemon.isRunning, "\(daemon.exitDescription)")
         try await daemon.stop(timeout: .seconds(30))
     }
+
+    /// SIGTERM in the middle of a 1 GiB upload (issue 15 point 2: the stop was looked at only
+    /// between two actions): nimbusd gives the copy up at its next chunk, removes its
+    /// temporary, records nothing for it and exits 0; the next start uploads the file. Before,
+    /// it finished the copy and installed it first, so the cloud held the file after the stop.
+    /// The copy is caught under way by freezing the daemon (SIGSTOP) as soon as its temporary
+    /// appears, so the SIGTERM lands mid-copy however fast the disk is.
+    @Test func aStopInTheMiddleOfABigCopyGivesItUpPromptly() async throws {
+        // A real disk, not a tmpfs that /tmp may be: 1 GiB of data is written.
+        let sandbox = try SyncSandbox("stopMidCopy", base: "/var/tmp")
+        defer { sandbox.finish() }
+        let daemon = try sandbox.daemon(device: "alpha")
+        try await daemon.start()
+        // Written outside the roots and renamed in, whole: the daemon sees it once, complete.
+        let size = 1 << 30
+        let outside = try sandbox.folder("outside") + "/big.bin"
+        // Real data: a sparse file's holes would be copied in no time.
+        try PlaceholderFiles.writeBig(outside, megabytes: size >> 20, seed: SeededRandom.seed(for: "aStopInTheMiddleOfABigCopyGivesItUpPromptly"))
+        try SyncFiles.rename(Array(outside.utf8), SyncFiles.join(daemon.local, "big.bin"))
+
+        var temporary: (path: String, size: Int64)?
+        let caught = Polling.spin(timeout: .seconds(60)) {
+            guard let path = (try? SyncFiles.temporaryFiles(in: daemon.cloud))?.first else { return false }
+            daemon.freeze()
+            temporary = (path, (try? SyncFiles.status(SyncFiles.join(daemon.cloud, path))).flatMap { $0 }.map { Int64($0.st_size) } ?? 0)
+            return true
+        }
+        guard caught, let temporary else {
+            daemon.send(SIGCONT)
+            throw daemon.failure("no temporary file of the upload of big.bin appeared in the cloud folder within 60 s")
+        }
+        guard temporary.size < Int64(size) else {
+            daemon.send(SIGCONT)
+            Issue.record("the copy of 1 GiB was done before the daemon could be frozen (\(temporary.path): \(temporary.size) bytes); nothing tested")
+            return
+        }
+        daemon.send(SIGTERM)
+        daemon.send(SIGCONT)
+        let stoppedAt = ContinuousClock.now
+        guard try await daemon.waitForExit(timeout: .seconds(60)) else {
+            throw daemon.failure("still running 60 s after SIGTERM in the middle of a copy")
+        }
+        #expect(daemon.exitedCleanly, "SIGTERM must end it with status 0: \(daemon.exitDescription)")
+        #expect(try SyncFiles.temporaryFiles(in: daemon.cloud) == [], "the abandoned copy's temporary is removed")
+        #expect(try SyncExpect.absent(daemon.cloud, "big.bin") == nil,
+                "the copy under way at SIGTERM was given up, not finished (stopped \(stoppedAt.duration(to: .now)) after SIGTERM; \(temporary.path) had \(temporary.size) bytes)")
+
+        try await daemon.start()
+        try await sandbox.eventually("the next start uploads big.bin", timeout: .seconds(120)) {
+            guard let copied = try SyncFiles.status(SyncFiles.join(daemon.cloud, "big.bin")), copied.st_size == size else {
+                return "big.bin is not in the cloud folder with its \(size) bytes yet"
+            }
+            let compared = SyncHarness.run(SyncHarness.tool("cmp"), [daemon.local + "/big.bin", daemon.cloud + "/big.bin"])
+            return compared.status == 0 ? nil : "the copies differ: \(compared.output)"
+        }
+        try await daemon.stop(timeout: .seconds(30))
+    }
 }

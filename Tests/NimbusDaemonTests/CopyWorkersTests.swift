@@ -174,4 +174,30 @@ import NimbusVocabulary
         }
         #expect(engine.tables.transientPaths.isEmpty, "nothing is left shown as copying")
     }
+
+    /// A stop in the middle of one big copy (SIGTERM; issue 15 point 2) gives the copy up at
+    /// its next chunk: nothing at the destination, no temporary, no record, nothing shown as
+    /// copying. Before, the stop was looked at only between two actions: the copy was
+    /// finished, installed and recorded first, however many GiB it had to go.
+    @Test func aStopMidCopyGivesTheCopyUp() throws {
+        let pair = try DiskPair()
+        // 24 MiB: three chunks of the copy (`ContentTransfer.chunkSize`), a progress after each.
+        try pair.plant("local/big.bin", String(repeating: "0123456789abcdef", count: 24 << 16))
+        let engine = pair.engine
+        let progressed = Mutex<[Double]>([])
+        engine.onEvent { event in
+            guard case .stateChanged(_, .uploading(let progress)) = event, progress > 0 else { return }
+            progressed.withLock { $0.append(progress) }
+            engine.requestStop()
+        }
+        engine.start()
+
+        #expect(progressed.withLock { $0 }.allSatisfy { $0 < 1 }, "the copy stopped part of the way: \(progressed.withLock { $0 })")
+        #expect(!pair.exists("cloud/big.bin"), "the copy under way was given up, not finished")
+        #expect(try Self.temporaries(pair).isEmpty, "its temporary is removed")
+        let store = try #require(engine.store as? MemoryRecordStore)
+        #expect(store.committed[rp("big.bin")] == nil, "nothing is recorded for it")
+        #expect(engine.tables.transientPaths.isEmpty, "nothing is left shown as copying")
+        #expect(engine.tables.retryPaths.isEmpty && engine.status.lastError == nil, "a stop is no failure")
+    }
 }

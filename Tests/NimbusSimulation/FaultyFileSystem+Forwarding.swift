@@ -6,7 +6,7 @@ extension FaultyFileSystem {
         try perform(.metadata, [path]) { try base.metadata(of: path) }
     }
 
-    public func scan(_ directory: RelativePath, descend: (RelativePath) -> Bool) throws -> ScanResult {
+    public func scan(_ directory: RelativePath, descend: (RelativePath) throws -> Bool) throws -> ScanResult {
         try perform(.scan, [directory]) { try base.scan(directory, descend: descend) }
     }
 
@@ -51,7 +51,7 @@ extension FaultyFileSystem {
     /// hands the two bases to the base's copy.
     public func prepareCopy(of source: RelativePath, from sourceSystem: FaultyFileSystem<Base>,
                             expected: FileMetadata, durable: Bool,
-                            progress: (Int64) -> Void) throws -> PreparedCopy {
+                            progress: (Int64) throws -> Void) throws -> PreparedCopy {
         try perform(.prepareCopy, [source]) {
             try sourceSystem.perform(.copySource, [source]) {
                 try base.prepareCopy(of: source, from: sourceSystem.base, expected: expected, durable: durable,
@@ -61,7 +61,7 @@ extension FaultyFileSystem {
     }
 
     public func prepareCopy(of source: RelativePath, from sourceSystem: FaultyFileSystem<Base>, expected: FileMetadata,
-                            staged: RelativePath, durable: Bool, progress: (Int64) -> Void) throws -> PreparedCopy {
+                            staged: RelativePath, durable: Bool, progress: (Int64) throws -> Void) throws -> PreparedCopy {
         try perform(.prepareCopy, [source, staged]) {
             try sourceSystem.perform(.copySource, [source]) {
                 try base.prepareCopy(of: source, from: sourceSystem.base, expected: expected, staged: staged,

@@ -11,17 +11,17 @@ extension MemoryFileSystem {
     }
 
     public func prepareCopy(of source: RelativePath, from sourceSystem: MemoryFileSystem, expected: FileMetadata,
-                            durable: Bool, progress: (Int64) -> Void) throws -> PreparedCopy {
+                            durable: Bool, progress: (Int64) throws -> Void) throws -> PreparedCopy {
         try prepareCopy(of: source, from: sourceSystem, expected: expected, staged: nil, progress: progress)
     }
 
     public func prepareCopy(of source: RelativePath, from sourceSystem: MemoryFileSystem, expected: FileMetadata,
-                            staged: RelativePath, durable: Bool, progress: (Int64) -> Void) throws -> PreparedCopy {
+                            staged: RelativePath, durable: Bool, progress: (Int64) throws -> Void) throws -> PreparedCopy {
         try prepareCopy(of: source, from: sourceSystem, expected: expected, staged: Optional(staged), progress: progress)
     }
 
     private func prepareCopy(of source: RelativePath, from sourceSystem: MemoryFileSystem, expected: FileMetadata,
-                             staged: RelativePath?, progress: (Int64) -> Void) throws -> PreparedCopy {
+                             staged: RelativePath?, progress: (Int64) throws -> Void) throws -> PreparedCopy {
         guard expected.kind == .file else { throw CopyError.notAFile(source) }
         let opened = try sourceSystem.tree.withLock { try $0.openForCopy(source, expected: expected) }
         let temporary = try tree.withLock { tree in
@@ -39,7 +39,7 @@ extension MemoryFileSystem {
                     try tree.appendContent(of: number, chunk, "write", temporary)
                 }
                 copied += Int64(chunk.count)
-                progress(copied)
+                try progress(copied)
                 duringCopy?(source, copied)
             }
             try sourceSystem.tree.withLock { try $0.checkUnchanged(opened) }

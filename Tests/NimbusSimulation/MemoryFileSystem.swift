@@ -77,7 +77,7 @@ public final class MemoryFileSystem: FileSystem {
         }
     }
 
-    public func scan(_ directory: RelativePath, descend: (RelativePath) -> Bool) throws -> ScanResult {
+    public func scan(_ directory: RelativePath, descend: (RelativePath) throws -> Bool) throws -> ScanResult {
         var result = ScanResult()
         try scanEntries(of: directory, into: &result, descend: descend)
         return result
@@ -86,12 +86,12 @@ public final class MemoryFileSystem: FileSystem {
     /// One directory per lock, so `descend` runs unlocked and the tree may change between two
     /// directories, as it can during a scan on disk. Only the top directory's errors are thrown.
     private func scanEntries(of directory: RelativePath, into result: inout ScanResult,
-                             descend: (RelativePath) -> Bool) throws {
+                             descend: (RelativePath) throws -> Bool) throws {
         let listing = try tree.withLock { try $0.list(directory) }
         for (name, metadata) in listing {
             let path = MemoryTree.child(of: directory, named: name)
             result.entries.append((path, metadata))
-            guard metadata.kind == .directory, descend(path) else { continue }
+            guard metadata.kind == .directory, try descend(path) else { continue }
             do {
                 try scanEntries(of: path, into: &result, descend: descend)
             } catch let error as SystemError {

@@ -76,6 +76,24 @@ import Testing
         }
     }
 
+    /// A stop (the daemon's SIGTERM) thrown by `descend` ends the walk at once and comes out
+    /// as it is, not as a problem of the directory it was asked about: the walk of a big
+    /// tree waits for one directory's listing, not the whole tree's.
+    @Test func whatDescendThrowsEndsTheWalk() throws {
+        try Scratch.with { scratch in
+            for index in 0..<20 { try scratch.directory.makeDirectory(SystemPath("d\(index)")) }
+            var asked = 0
+            #expect(throws: CancellationError.self) {
+                _ = try Scanner(root: scratch.directory).scan(.root) { _ in
+                    asked += 1
+                    if asked == 3 { throw CancellationError() }
+                    return true
+                }
+            }
+            #expect(asked == 3, "no directory is asked about after the stop")
+        }
+    }
+
     @Test func aDirectoryThatVanishesIsAProblemAndTheWalkGoesOn() throws {
         try Scratch.with { scratch in
             try scratch.directory.makeDirectory("gone")
