@@ -21,6 +21,7 @@ public enum DaemonMain {
         // Before the configuration, the journal or any file is read, and before any thread
         // starts: the one privileged call, then no capability at all (DESIGN §5).
         let privilege = DaemonPrivilege.acquire(environment: environment)
+        ProcessSupport.useOneAllocatorArena()
         // Held back until the signal thread takes them (`handleSignals`): a SIGTERM that comes
         // before it exists, or lands on another thread, waits instead of being lost.
         ProcessSupport.blockSignals(handledSignals)

@@ -7,7 +7,7 @@
 #include <sys/types.h>
 #include <sys/xattr.h>  /* lgetxattr & co.: not in Swift's Glibc module */
 #include <sys/fsuid.h>  /* setfsuid: lets tests drop file-access privileges on one thread */
-#include <malloc.h>     /* malloc_trim: not in Swift's Glibc module */
+#include <malloc.h>     /* malloc_trim, mallopt: not in Swift's Glibc module */
 
 /// renameat2(2). flags: CNIMBUS_RENAME_NOREPLACE, CNIMBUS_RENAME_EXCHANGE.
 int cnimbus_renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath, unsigned int flags);
