@@ -7,11 +7,18 @@ public struct ConflictNamer: Sendable {
     /// When the conflict was found, and the local UTC offset.
     public var wallTime: WallInstant
     public var utcOffsetSeconds: Int
+    /// Names taken beyond what the caller of `name(for:taken:)` sees: a pass sees only its
+    /// scope, and a conflict copy made a moment earlier in the same second (two devices
+    /// editing one file) is outside it, so the same name was chosen, its creation failed
+    /// ("File exists") and the conflict waited for a retry in another second.
+    public var isTakenElsewhere: @Sendable (RelativePath) -> Bool
 
-    public init(device: String, wallTime: WallInstant, utcOffsetSeconds: Int = 0) {
+    public init(device: String, wallTime: WallInstant, utcOffsetSeconds: Int = 0,
+                isTakenElsewhere: @escaping @Sendable (RelativePath) -> Bool = { _ in false }) {
         self.device = device
         self.wallTime = wallTime
         self.utcOffsetSeconds = utcOffsetSeconds
+        self.isTakenElsewhere = isTakenElsewhere
     }
 
     public func name(for path: RelativePath, taken: (RelativePath) -> Bool) -> RelativePath {
@@ -20,7 +27,7 @@ public struct ConflictNamer: Sendable {
             let suffix = attempt == 1 ? label : String(label.dropLast()) + " \(attempt))"
             let fitted = FileName.inserting(Array(suffix.utf8), into: path.name)
             guard let candidate = try? path.parent.appending(name: fitted) else { continue }
-            if !taken(candidate) { return candidate }
+            if !taken(candidate) && !isTakenElsewhere(candidate) { return candidate }
         }
         fatalError("unreachable")
     }

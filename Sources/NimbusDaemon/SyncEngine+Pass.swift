@@ -150,7 +150,10 @@ extension SyncEngine {
     /// Names conflict copies made now, in local time.
     var namer: ConflictNamer {
         let s = settings
-        return ConflictNamer(device: s.deviceName, wallTime: clock.wallNow, utcOffsetSeconds: s.utcOffsetSeconds)
+        // Asked only when a conflict is named: a lookup in the journal's index and two lstats.
+        return ConflictNamer(device: s.deviceName, wallTime: clock.wallNow, utcOffsetSeconds: s.utcOffsetSeconds) { [unowned self] path in
+            state.withLock { $0.index[path] != nil } || existsOnEitherSide(path)
+        }
     }
 
     func existsOnEitherSide(_ path: RelativePath) -> Bool {

@@ -39,6 +39,25 @@ struct Pair {
 }
 
 @Suite struct EngineScenarioTests {
+    /// Two devices editing one file: conflicts follow each other within a second, each in a
+    /// pass over that file alone. The second copy's name was the first's (the pass did not
+    /// see it), its creation failed with "File exists", and the conflict waited for a retry.
+    @Test func aSecondConflictInTheSameSecondGetsANameOfItsOwn() throws {
+        let pair = Pair()
+        try pair.local.write(rp("a.txt"), Array("base".utf8))
+        pair.engine.start()
+        pair.clock.advance(by: .seconds(5))
+        for round in 1...2 {
+            try pair.local.write(rp("a.txt"), Array("local \(round)".utf8))
+            try pair.cloud.write(rp("a.txt"), Array("cloud \(round)".utf8))
+            pair.engine.sync([rp("a.txt")])
+        }
+        #expect(pair.engine.errorCount == 0, "\(pair.engine.status.lastError ?? "")")
+        let copies = pair.local.snapshot().keys.filter { $0.description.contains("conflict") }
+        #expect(Set(copies.compactMap { pair.content(pair.local, $0.description) }) == ["local 1", "local 2"], "copies: \(copies)")
+        #expect(pair.content(pair.local, "a.txt") == "cloud 2")
+    }
+
     @Test func anUnreadableFolderIsNeitherDeletedNorCopied() throws {
         let pair = Pair()
         try pair.local.write(rp("d/a"), Array("one".utf8))
