@@ -4,7 +4,7 @@ import NimbusTestTraits
 import Testing
 import NimbusTestSupport
 
-/// What needs no daemon: usage errors (exit 2), help, version, completion; and colour.
+/// What needs no daemon: usage errors (exit 64), help, version, completion; and colour.
 @Suite(.onAThreadOfItsOwn(timeLimit: .minutes(2)))
 struct NimbusctlTestsWithoutDaemon {
     func run(_ arguments: [String]) async throws -> CtlResult {
@@ -22,13 +22,13 @@ struct NimbusctlTestsWithoutDaemon {
         (["info"], "missing PATH"),
         (["status", "extra"], "unexpected argument 'extra'"),
     ])
-    func usageErrorsExit2(_ arguments: [String], _ expected: String) async throws {
+    func usageErrorsExit64(_ arguments: [String], _ expected: String) async throws {
         let result = try await run(arguments)
-        #expect(result.status == 2, "\(result)")
+        #expect(result.status == 64, "\(result)")
         #expect(result.stderr.contains(expected), "\(result)")
         #expect(result.stderr.contains("reason:") && result.stderr.contains("suggestion:"))
         let json = try await run(["--json"] + arguments)
-        #expect(json.status == 2)
+        #expect(json.status == 64)
         #expect((try json.json()["error"] as? [String: Any])?["name"] as? String == "usage", "\(json)")
     }
 

@@ -39,7 +39,7 @@ struct VersionsCommandTests {
                 let allJSON = try await d.ctl(["--json", "versions", "--all", "docs/sub"]).json()
                 #expect((allJSON["versions"] as? [[String: Any]])?.compactMap { $0["path"] as? String } == ["docs/sub/b c.txt"])
                 let noPath = try await d.ctl(["versions"])
-                #expect(noPath.status == 2, "\(noPath)")
+                #expect(noPath.status == 64, "\(noPath)")
 
                 // As of before the edit: a.txt comes back as a1. A dry run first changes nothing.
                 let dry = try await d.ctl(["restore", "docs", "--at", isoUTC(stamp), "--dry-run"])
@@ -56,9 +56,9 @@ struct VersionsCommandTests {
                 let newest = try await d.ctl(["restore", "docs", "--dry-run"])
                 #expect(newest.stdout.contains("Would restore 1 file of docs:"), "only a.txt differs from its newest version: \(newest)")
                 let badTime = try await d.ctl(["restore", "docs", "--at", "last tuesday"])
-                #expect(badTime.status == 2 && badTime.stderr.contains("cannot read the time"), "\(badTime)")
+                #expect(badTime.status == 64 && badTime.stderr.contains("cannot read the time"), "\(badTime)")
                 let negative = try await d.ctl(["restore", "docs", "--at", "-2h"])
-                #expect(negative.status == 2 && negative.stderr.contains("invalid value '-2h' for --at: how long ago must be 0 or more"),
+                #expect(negative.status == 64 && negative.stderr.contains("invalid value '-2h' for --at: how long ago must be 0 or more"),
                         "a negative duration is out of range, not a missing value: \(negative)")
 
                 let prune = try await d.ctl(["prune"])

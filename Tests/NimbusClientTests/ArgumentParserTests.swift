@@ -129,10 +129,10 @@ struct ArgumentParserTests {
         }
     }
 
-    @Test func usageErrorsExitTwoWithMessageReasonAndSuggestion() async {
+    @Test func usageErrorsExit64WithMessageReasonAndSuggestion() async {
         let console = RecordingConsole()
         let status = await NimbusCtl.run(arguments: ["stauts"], environment: [:], console: console.console)
-        #expect(status == 2)
+        #expect(status == 64)
         let error = console.error
         #expect(error.contains("error: unknown command 'stauts'"))
         #expect(error.contains("reason: expected a command"))
@@ -143,10 +143,10 @@ struct ArgumentParserTests {
     @Test func usageErrorsWithJSONGoToStandardOutput() async throws {
         let console = RecordingConsole()
         let status = await NimbusCtl.run(arguments: ["--json", "info"], environment: [:], console: console.console)
-        #expect(status == 2)
+        #expect(status == 64)
         let error = try #require(try console.outputJSON()["error"])
         #expect(error["name"] == .string("usage"))
-        #expect(error["exitCode"] == .integer(2))
+        #expect(error["exitCode"] == .integer(64))
         #expect(error["message"] == .string("missing PATH for 'nimbusctl info'"))
         #expect(error["reason"] != nil && error["suggestion"] != nil)
         #expect(console.error.isEmpty)

@@ -61,7 +61,7 @@ struct CtlRunTests {
         let (status, console) = try await run(["info", "/etc/passwd"]) { exchange in
             Issue.record("the daemon was asked: \(exchange.request)")
         }
-        #expect(status == 2)
+        #expect(status == 64)
         #expect(console.error.contains("error: '/etc/passwd' is outside the synced folder"))
     }
 

@@ -5,7 +5,7 @@ import NimbusTestTraits
 import NimbusVocabulary
 import Testing
 
-/// `nimbusctl lock` on the command line: what it accepts, what it refuses (exit status 2),
+/// `nimbusctl lock` on the command line: what it accepts, what it refuses (exit status 64),
 /// and how its help and completions show it.
 struct LockCommandTests {
     static let accepted: [([String], Command)] = [
@@ -61,7 +61,7 @@ struct LockCommandTests {
             Issue.record("\(line) parsed as \(invocation)")
         } catch {
             #expect(error.message.contains(says), "\(line): \(error)")
-            #expect(Failure(error).exitCode == 2)
+            #expect(Failure(error).exitCode == 64)
             #expect(error.suggestion.contains("nimbusctl lock") || line.first == "locks", "\(error)")
         }
     }

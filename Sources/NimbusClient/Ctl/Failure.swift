@@ -1,6 +1,6 @@
 /// Any error nimbusctl reports, in one shape: what failed, why, what to do, and the exit
-/// status (0 success, 1 the operation failed or, for `status`, something needs you, 2 usage
-/// error, 69 daemon not reachable).
+/// status (0 success, 1 the operation failed or, for `status`, something needs you, 64 usage
+/// error, 69 daemon not reachable: sysexits.h's EX_USAGE and EX_UNAVAILABLE).
 struct Failure: Error, Equatable, Sendable {
     var name: String
     /// The JSON-RPC code, for errors the daemon sent.
@@ -16,7 +16,7 @@ struct Failure: Error, Equatable, Sendable {
     /// `status` only: the daemon runs, but something needs the user (held deletions,
     /// conflicts, errors, a pause, a missing folder).
     static let needsAttention: Int32 = 1
-    static let usage: Int32 = 2
+    static let usage: Int32 = 64  // EX_USAGE, sysexits.h
     static let unavailable: Int32 = 69  // EX_UNAVAILABLE, sysexits.h
 
     init(name: String, code: Int? = nil, message: String, reason: String, suggestion: String, exitCode: Int32,

@@ -46,7 +46,7 @@ enum HelpText {
               1   the operation failed (the daemon said why); for 'status': the daemon runs, but
                   something needs you (held deletions, conflicts, errors, a pause, a missing folder,
                   a journal that cannot be written)
-              2   usage error: the command line is wrong
+              64  usage error: the command line is wrong
               69  the daemon is not reachable (start it: systemctl --user start nimbusd, or nimbusd)
 
             ENVIRONMENT:

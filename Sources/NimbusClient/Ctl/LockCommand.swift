@@ -14,7 +14,7 @@ enum LockCommand {
             The lease is exclusive (one writer, nothing else on the path, above it or below it) unless \
             --shared (readers, any number at once). Without --wait, a busy path is waited for as long as it takes.
             Exit status: COMMAND's own (128+N when signal N ended it); 1 when PATH stayed busy for \
-            --wait SECONDS or the daemon refused; 2 usage error; 126 COMMAND cannot be run; 127 COMMAND \
+            --wait SECONDS or the daemon refused; 64 usage error; 126 COMMAND cannot be run; 127 COMMAND \
             not found; 69 the daemon is not reachable.
             """,
         arguments: [

@@ -5,7 +5,7 @@ import NimbusProtocol
 /// tested without a process; the executable's main only calls `main`.
 public enum NimbusCtl {
     /// Runs one command line (without the program name) and returns the exit status:
-    /// 0 success, 1 the operation failed (for `status`: something needs you), 2 usage error,
+    /// 0 success, 1 the operation failed (for `status`: something needs you), 64 usage error,
     /// 69 daemon not reachable.
     public static func main(arguments: [String], environment: [String: String]) async -> Int32 {
         await run(arguments: arguments, environment: environment, console: .standard)

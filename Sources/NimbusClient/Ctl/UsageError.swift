@@ -1,4 +1,4 @@
-/// A mistake on the command line: exit status 2. Like every nimbusctl error it says what is
+/// A mistake on the command line: exit status 64 (`EX_USAGE`). Like every nimbusctl error it says what is
 /// wrong (`message`), what was expected (`reason`) and what to type instead (`suggestion`).
 struct UsageError: Error, Equatable, Sendable {
     var message: String
