@@ -57,9 +57,16 @@ extension ControlHandler {
                  suggestion: "nothing to do: Nimbus creates and removes it by itself")
     }
 
+    /// A request given up because the daemon is stopping (SIGTERM mid-download): said in
+    /// words, never as Swift's "CancellationError()".
+    static let stopping = RPCError(.daemonStopping, "the daemon is stopping",
+                                   reason: "nimbusd was asked to stop while this was under way, so it was given up; nothing was changed",
+                                   suggestion: "ask again once the daemon runs again (systemctl --user start nimbusd, or nimbusd)")
+
     /// An engine or system error as the protocol says it.
     static func failure(_ error: any Error, path: RelativePath? = nil) -> RPCError {
         if let error = error as? RPCError { return error }
+        if error is CancellationError { return stopping }
         if let error = error as? EngineRequestError {
             switch error.kind {
             case .notFound:

@@ -204,10 +204,11 @@ public final class PairRuntime<FS: FileSystem, Watcher: TreeWatching>: @unchecke
         }
     }
 
-    /// Runs until `stop()`. `onReady` is called once the first full sync is done.
+    /// Runs until `stop()`. `onReady` is called once the first full sync is done, and not at
+    /// all when a stop came during it: a daemon told to stop while starting is never ready.
     public func run(onReady: () -> Void = {}) {
         begin()
-        onReady()
+        if !engine.isStopping { onReady() }
         loop()
         finish()
     }

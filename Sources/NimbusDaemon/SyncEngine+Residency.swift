@@ -24,7 +24,12 @@ extension SyncEngine {
         let placeholders = state.withLock { s in s.index.subtree(target).filter { s.index[$0]!.isPlaceholder } }
         var failures: [String] = []
         for file in placeholders {
-            do { try downloadPlaceholder(file, request) } catch {
+            do { try downloadPlaceholder(file, request) } catch is CancellationError {
+                // Stopping: the files downloaded so far are kept, the rest wait for another request.
+                commit()
+                removeLeftoverCopies()
+                throw CancellationError()
+            } catch {
                 if placeholders.count == 1 { removeLeftoverCopies(); throw error }
                 failures.append("\(error)")
             }
@@ -81,6 +86,9 @@ extension SyncEngine {
             try withFoldersLent(for: .copy(path, to: .local, source: source, replacing: nil)) {
                 try copy(path, to: .local, source: source, replacing: nil, batch: &noBatch)
             }
+        } catch is CancellationError {
+            clearTransient(path)
+            throw CancellationError()
         } catch {
             throw EngineRequestError(kind: .failed, message: Self.explain(error, action: .copy(path, to: .local, source: source, replacing: nil)))
         }
@@ -109,6 +117,10 @@ extension SyncEngine {
                 break
             } catch CopyError.sourceChanged where attempt < 5 {
                 log.info("\(path) changed in the cloud while it was downloaded; downloading the new version")
+            } catch is CancellationError {
+                // Stopping mid-copy: no failure of the file's; it stays a placeholder.
+                clearTransient(path)
+                throw CancellationError()
             } catch {
                 let message = Self.explain(error, action: .copy(path, to: .local, source: source, replacing: nil))
                 setTransient(path, .error(message))

@@ -73,6 +73,9 @@ public enum ErrorName: String, Sendable, CaseIterable, Codable {
     /// A name Nimbus keeps for itself in the local folder (the root marker, a temporary,
     /// the holding folder of kept deletions): never synced, not a file of the user's.
     case nimbusOwn = "nimbus_own"
+    /// The daemon is stopping (SIGTERM): a request under way, such as a download, was given
+    /// up, and nothing is recorded for it.
+    case daemonStopping = "daemon_stopping"
 
     public var code: Int {
         switch self {
@@ -94,6 +97,7 @@ public enum ErrorName: String, Sendable, CaseIterable, Codable {
         case .inUse: -32011
         case .noSpace: -32012
         case .nimbusOwn: -32013
+        case .daemonStopping: -32014
         }
     }
 }

@@ -3,6 +3,7 @@ import NimbusVocabulary
 import Synchronization
 import Testing
 import NimbusCore
+import NimbusProtocol
 import NimbusSimulation
 import NimbusSystem
 @testable import NimbusDaemon
@@ -53,5 +54,34 @@ import NimbusSystem
             #expect(pair.content(pair.cloud, Self.name(i)) == "content \(i)")
         }
         #expect(pair.store.committed.values.count { $0.base.kind == .file } == Self.fileCount)
+    }
+
+    /// A download cut short by a stop (SIGTERM while `nimbusctl download` waits) is answered
+    /// with the protocol's `daemon_stopping` in plain words, and the file stays a placeholder,
+    /// not a failure. Before, the client read "the operation failed: … CancellationError()"
+    /// and the file was shown in error.
+    @Test func aDownloadCutShortByAStopIsAnsweredInWords() throws {
+        let pair = Pair { $0.onDemand = true }
+        // Four chunks of the in-memory copy: a progress after each.
+        try pair.cloud.write(rp("big.bin"), Array(repeating: 7, count: 256 << 10))
+        let engine = pair.engine
+        engine.start()
+        #expect(engine.entry(rp("big.bin"))?.state == .notDownloaded)
+        engine.onEvent { event in
+            guard case .stateChanged(_, .downloading(let progress)) = event, progress > 0 else { return }
+            engine.requestStop()
+        }
+        var answer: RPCError?
+        do {
+            _ = try engine.download(rp("big.bin"), .explicit)
+            Issue.record("the download was finished, not given up at the stop")
+        } catch {
+            answer = ControlHandler.failure(error, path: rp("big.bin"))
+        }
+        let answered = try #require(answer)
+        #expect(answered.name == .daemonStopping && answered.code == -32014, "\(answered)")
+        #expect(answered.message == "the daemon is stopping" && !"\(answered)".contains("CancellationError"), "\(answered)")
+        #expect(engine.entry(rp("big.bin"))?.state == .notDownloaded, "a stop is no failure of the file's")
+        #expect(pair.content(pair.local, "big.bin") == nil, "nothing half-downloaded is left")
     }
 }
