@@ -9,6 +9,8 @@ extension PairRuntime where FS == DiskFileSystem, Watcher == TreeWatcher {
     /// Opens the pair's journal, checks and locks its folders, and prepares the engine and
     /// (real-name placeholders) the hydration server. Nothing is synced before `run`.
     public convenience init(options: RuntimeOptions, log: Logger, notifier: SystemdNotifier = SystemdNotifier()) throws {
+        try StartupChecks.checkSeparate(local: options.localRoot, cloud: options.cloudRoot, stateDirectory: options.stateDirectory,
+                                        ancestry: { FolderAncestry.of(SystemPath($0)) })
         // Durable: a state folder whose entry a crash loses takes the journal with it.
         try makeDirectories(SystemPath(options.stateDirectory), permissions: 0o700, durable: true)
         let (store, records) = try JournalRecordStore.open(directory: SystemPath(options.stateDirectory).appending("journal"))

@@ -43,6 +43,32 @@ enum StartupChecks {
         }
     }
 
+    /// Folders nested as the kernel sees them. The configuration refuses nested paths as
+    /// written (`Configuration.check`); a symlink or a bind mount can hide the same nesting,
+    /// and a local folder inside its cloud folder uploads itself into itself, one level deeper
+    /// at each pass. Checked before anything is created, with where missing folders would be.
+    static func checkSeparate(local: String, cloud: String, stateDirectory: String,
+                              ancestry: (String) -> FolderAncestry) throws(StartupProblem) {
+        func fail(_ message: String) -> StartupProblem {
+            StartupProblem(description: message + " (through a symlink or a mount); choose separate folders",
+                           exitCode: StartupProblem.config)
+        }
+        let localPlace = ancestry(local), cloudPlace = ancestry(cloud)
+        if localPlace.folder != nil, localPlace.folder == cloudPlace.folder {
+            throw fail("the local folder \(local) and the cloud folder \(cloud) are the same folder")
+        }
+        if cloudPlace.isSameOrInside(localPlace) {
+            throw fail("the cloud folder \(cloud) is inside the local folder \(local)")
+        }
+        if localPlace.isSameOrInside(cloudPlace) {
+            throw fail("the local folder \(local) is inside the cloud folder \(cloud)")
+        }
+        let statePlace = ancestry(stateDirectory)
+        for (name, root, place) in [("local", local, localPlace), ("cloud", cloud, cloudPlace)] where statePlace.isSameOrInside(place) {
+            throw fail("the state directory \(stateDirectory) is inside the \(name) folder \(root)")
+        }
+    }
+
     /// "already served by nimbusd (pid 1234, socket /run/user/1000/nimbus/default.sock)".
     static func alreadyServed(local: String, holder: Int32?, socket: String?) -> StartupProblem {
         var who = "another nimbusd"

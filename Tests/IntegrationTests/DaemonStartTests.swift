@@ -101,6 +101,40 @@ struct DaemonStartTests {
         }
     }
 
+    /// Folders nested through a symlink (or a bind mount) are nested all the same: a local
+    /// folder inside its cloud folder uploads itself into itself, one level deeper at each
+    /// pass (seen: cloud/sub/sub/sub/… until stopped). The paths as written do not say so.
+    @Test func foldersNestedThroughASymlinkAreAConfigurationError() async throws {
+        let (root, environment) = try sandbox()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let files = FileManager.default
+        for folder in ["cloud/sub", "local/inner"] { try files.createDirectory(atPath: root + "/" + folder, withIntermediateDirectories: true) }
+        try files.createSymbolicLink(atPath: root + "/to-cloud", withDestinationPath: "cloud")
+        try files.createSymbolicLink(atPath: root + "/to-local", withDestinationPath: root + "/local")
+        let cases: [(local: String, cloud: String, state: String?, message: String)] = [
+            (root + "/to-cloud/sub", root + "/cloud", nil,
+             "the local folder \(root)/to-cloud/sub is inside the cloud folder \(root)/cloud"),
+            (root + "/to-cloud/new/deep", root + "/cloud", nil,
+             "the local folder \(root)/to-cloud/new/deep is inside the cloud folder \(root)/cloud"),
+            (root + "/local", root + "/to-local/inner", nil,
+             "the cloud folder \(root)/to-local/inner is inside the local folder \(root)/local"),
+            (root + "/to-cloud", root + "/cloud", nil,
+             "the local folder \(root)/to-cloud and the cloud folder \(root)/cloud are the same folder"),
+            (root + "/local", root + "/cloud", root + "/to-local/state",
+             "the state directory \(root)/to-local/state is inside the local folder \(root)/local"),
+        ]
+        for (index, nested) in cases.enumerated() {
+            var arguments = arguments(root, local: nested.local, cloud: nested.cloud, name: "n\(index)")
+            if let state = nested.state, let flag = arguments.firstIndex(of: "--state-dir") { arguments[flag + 1] = state }
+            let (status, log) = try await runDaemon(arguments, sandbox: root, environment: environment)
+            #expect(status == 78, "EX_CONFIG: \(log)")
+            #expect(log.contains(nested.message) && log.contains("through a symlink or a mount"), "\(nested.message)\n\(log)")
+            #expect(!log.contains("ready"), "\(log)")
+            let made = try files.subpathsOfDirectory(atPath: root + "/cloud").sorted() + files.subpathsOfDirectory(atPath: root + "/local").sorted()
+            #expect(made == ["sub", "inner"], "nimbusd wrote into the folders: \(made)")
+        }
+    }
+
     @Test func aSecondDaemonOnAServedLocalFolderRefusesAndNamesTheFirst() async throws {
         try await CtlDaemon.with { first in
             let other = first.root + "/other-cloud"
