@@ -125,9 +125,10 @@ extension WatchedTree {
 
 extension Errno {
     /// Errors that concern one directory of a walk, not the watcher: it vanished, became
-    /// something else, or cannot be read.
+    /// something else, or cannot be read, or its path is too long to open (past PATH_MAX: the
+    /// scan cannot read it either, and says so).
     fileprivate var meansSkipDirectory: Bool {
-        [.noSuchFile, .notDirectory, .tooManySymlinks, .permissionDenied, .notPermitted, .staleHandle, .ioError]
+        [.noSuchFile, .notDirectory, .tooManySymlinks, .permissionDenied, .notPermitted, .staleHandle, .ioError, .nameTooLong]
             .contains(self)
     }
 }

@@ -153,6 +153,33 @@ extension TreeWatcherTests {
         #expect(events.contains { $0.kind == .created && $0.path.bytes == directory && $0.isDirectory })
     }
 
+    /// A folder whose path is longer than PATH_MAX cannot be opened by name, so it cannot be
+    /// watched; the rest of the tree still is. Seen with the real daemon: one such folder in
+    /// the local folder (2 500 levels of dd/) and nimbusd watched none of the folder ("cannot
+    /// watch the local folder …: File name too long"), scanning it every 30 s instead.
+    @Test func aFolderTooDeepToNameIsLeftOutAndTheRestIsWatched() throws {
+        let scratch = try WatchScratch()
+        // Two chains of 1 200 levels each, one moved to the end of the other: 7 200 bytes of
+        // path. Each chain's own path stays under PATH_MAX, so both can be made and removed.
+        let level = String(repeating: "dd/", count: 1_200)
+        try scratch.makeDirectories("deep/" + level)
+        try scratch.makeDirectories("deeper/" + level)
+        let bottom = "deep/" + level + "deeper"
+        try scratch.cwd.rename(scratch.path("deeper"), to: scratch.path(bottom))
+        defer {
+            try? scratch.cwd.rename(scratch.path(bottom), to: scratch.path("deeper"))
+            scratch.remove()
+        }
+        let watcher = try TreeWatcher(root: scratch.root)
+        defer { watcher.close() }
+
+        try scratch.write("top.txt")
+        try scratch.write("deep/dd/inside.txt")
+        let events = try watcher.collect(sentinel: scratch)
+        #expect(events.has(.created, "top.txt", directory: false))
+        #expect(events.has(.created, "deep/dd/inside.txt", directory: false))
+    }
+
     @Test func excludedDirectoriesAreNeitherWatchedNorReported() throws {
         let scratch = try WatchScratch()
         defer { scratch.remove() }
