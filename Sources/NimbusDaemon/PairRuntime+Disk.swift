@@ -11,8 +11,7 @@ extension PairRuntime where FS == DiskFileSystem, Watcher == TreeWatcher {
     public convenience init(options: RuntimeOptions, log: Logger, notifier: SystemdNotifier = SystemdNotifier()) throws {
         try StartupChecks.checkSeparate(local: options.localRoot, cloud: options.cloudRoot, stateDirectory: options.stateDirectory,
                                         ancestry: { FolderAncestry.of(SystemPath($0)) })
-        // Durable: a state folder whose entry a crash loses takes the journal with it.
-        try makeDirectories(SystemPath(options.stateDirectory), permissions: 0o700, durable: true)
+        // The state folder is made with the journal's (durable before its first commit).
         let (store, records) = try JournalRecordStore.open(directory: SystemPath(options.stateDirectory).appending("journal"))
         // Never paired: no synced entry, and no local marker (a pair of empty folders has the
         // marker but no entries, and its unmounted cloud folder must be waited for).

@@ -19,6 +19,7 @@ extension Journal {
     /// it, the directory fsynced), or removes it when nil; durable when it returns.
     public func writeNote(_ name: SystemPath, _ contents: [UInt8]?) throws {
         precondition(name != JournalDirectory.snapshotName && name != JournalDirectory.logName, "a note is not the journal")
+        try makeFoldersDurable()
         guard let contents else {
             do {
                 try directory.descriptor.removeFile(name)

@@ -46,10 +46,17 @@ public final class Journal: @unchecked Sendable {
     /// False while the log's name may not be durable: a new journal's log, created without a
     /// flush (see `create`). The next commit flushes the directory before it returns.
     var logNameIsDurable = true
+    /// False while the folders the journal's directory was created in may not be durable
+    /// (`JournalDirectory.created`): flushed before the first commit or note returns, so that a
+    /// first start pays no flush before its first copy (issue 15).
+    var foldersAreDurable: Bool
     private var pending = ByteWriter()
     private var isClosed = false
 
-    init(directory: JournalDirectory) { self.directory = directory }
+    init(directory: JournalDirectory) {
+        self.directory = directory
+        foldersAreDurable = directory.created.isEmpty
+    }
 
     deinit {
         if !isClosed {
@@ -66,8 +73,8 @@ public final class Journal: @unchecked Sendable {
     }
 
     /// Makes every buffered record durable with one write and one fdatasync (the first commit
-    /// of a new journal also flushes the directory, for the log's name); does nothing when
-    /// nothing is buffered. When it throws, the records stay buffered and the next commit
+    /// of a new journal also flushes the directory, for the log's name, and the folders created
+    /// for it, for theirs); does nothing when nothing is buffered. When it throws, the records stay buffered and the next commit
     /// writes them again at the same place.
     public func commit() throws {
         guard !pending.isEmpty else { return }
@@ -82,8 +89,16 @@ public final class Journal: @unchecked Sendable {
             try directory.synchronize()
             logNameIsDurable = true
         }
+        try makeFoldersDurable()
         logSize += Int64(pending.count)
         pending.removeAllReleasingLargeRoom()
+    }
+
+    /// Flushes the parents of the folders created for the journal, once (`foldersAreDurable`).
+    func makeFoldersDurable() throws {
+        guard !foldersAreDurable else { return }
+        try directory.syncCreatedFolders()
+        foldersAreDurable = true
     }
 
     /// True when the log has grown past the snapshot (and past 1 MiB): time to `compact`.
@@ -107,6 +122,7 @@ public final class Journal: @unchecked Sendable {
     func compact(liveEntries: some Sequence<(key: [UInt8], value: [UInt8])>,
                  afterStep: (CompactionStep) throws -> Void) throws {
         guard !isClosed else { throw JournalError.closed }
+        try makeFoldersDurable()
         let newGeneration = generation + 1
         let newSnapshotSize = try writeTemporarySnapshot(generation: newGeneration) { writer in
             for entry in liveEntries { try writer.write(.put(key: entry.key, value: entry.value)) }

@@ -28,22 +28,25 @@ struct JournalDirectory {
 
     let path: SystemPath
     let descriptor: FileDescriptor
+    /// The folders `open` created (the directory and missing parents), outermost first: their
+    /// entries are not durable until `syncCreatedFolders`.
+    let created: [SystemPath]
 
-    /// Opens the directory, creating it and missing parents (their entries made durable), and
+    /// Opens the directory, creating it and missing parents (not flushed: see `created`), and
     /// takes its exclusive lock (held until `close`), so two writers can never interleave their
     /// appends; a lock held elsewhere is asked for again every 10 ms for `lockWait` (see `Journal.lockWait`).
     static func open(_ path: SystemPath, lockWait: Duration = Journal.lockWait) throws -> JournalDirectory {
         let descriptor: FileDescriptor
+        var created: [SystemPath] = []
         do {
             descriptor = try FileDescriptor.open(path, .directory)
         } catch let error as Errno where error == .noSuchFile {
-            // Durable: a journal folder whose entry a crash loses takes the journal with it.
-            try failing("mkdir", path) { try makeDirectories(path, permissions: directoryPermissions, durable: true) }
+            created = try failing("mkdir", path) { try makeDirectories(path, permissions: directoryPermissions) }
             descriptor = try failing("open", path) { try FileDescriptor.open(path, .directory) }
         } catch let error as Errno {
             throw error.at("open", path)
         }
-        let directory = JournalDirectory(path: path, descriptor: descriptor)
+        let directory = JournalDirectory(path: path, descriptor: descriptor, created: created)
         do {
             let clock = ContinuousClock()
             let deadline = clock.now + lockWait
@@ -145,6 +148,10 @@ struct JournalDirectory {
 
     /// fsyncs the directory, making renames in it durable.
     func synchronize() throws { try io("fsync", nil) { try descriptor.sync() } }
+
+    /// Makes the entries of the folders `open` created durable: a journal folder whose entry a
+    /// crash loses takes the journal with it.
+    func syncCreatedFolders() throws { try io("fsync the parent folders of", nil) { try syncParents(of: created) } }
 
     /// Runs `body`, turning an `Errno` into a `SystemError` naming the file (or the directory).
     func io<R>(_ operation: String, _ name: SystemPath?, _ body: () throws -> R) throws -> R {

@@ -28,37 +28,65 @@ import Testing
 
     /// A journal folder created with its parents is only as durable as their entries: on a
     /// filesystem that does not order directory creation (xfs, btrfs) a crash could lose the
-    /// whole journal. Each parent of a folder created is flushed once; an existing tree costs
-    /// no flush at all.
-    @Test func creatingTheFoldersFlushesEachNewParentAndAnExistingTreeNothing() throws {
+    /// whole journal. Each parent of a folder created is flushed once, by the first commit,
+    /// after the log and its directory and before the commit returns (not at the start, where
+    /// a first sync would wait for it before its first copy); an existing tree costs no flush.
+    @Test func theFirstCommitFlushesEachNewParentOnceAndAnExistingTreeNothing() throws {
         try withTemporaryDirectory { directory in
             let base = directory.url.resolvingSymlinksInPath().path
             var flushed: [String] = []
             let faults = SyscallFaults(afterSync: { flushed.append(Self.openedPath(of: $0)) })
             let folder = directory.path.appending("state/nimbus/journal")
             let journal = try faults.inject { try Journal.open(directory: folder) { _ in } }
-            #expect(flushed == [base, base + "/state", base + "/state/nimbus"], "creating state/nimbus/journal")
+            #expect(flushed == [], "creating state/nimbus/journal")
+            for round in 1...2 {
+                flushed = []
+                journal.append(put("round", "\(round)"))
+                try faults.inject { try journal.commit() }
+                let created = [base, base + "/state", base + "/state/nimbus"]
+                let log = base + "/state/nimbus/journal/" + logFile
+                #expect(flushed == (round == 1 ? [log, base + "/state/nimbus/journal"] + created : [log]), "commit \(round)")
+            }
             try journal.close()
 
             flushed = []
             let reopened = try faults.inject { try Journal.open(directory: folder) { _ in } }
+            reopened.append(put("round", "3"))
+            try faults.inject { try reopened.commit() }
             try reopened.close()
-            #expect(flushed == [], "opening the existing journal folder")
+            // A first log alone flushes its directory again after a reopen (`isFirstLogAlone`), not the folders above.
+            #expect(flushed == [base + "/state/nimbus/journal/" + logFile, base + "/state/nimbus/journal"],
+                    "a commit in the existing journal folder")
         }
     }
 
-    /// A folder created in an existing one flushes that parent alone (a trailing slash names the
-    /// same folder), and creating it again flushes nothing.
-    @Test func aDurableFolderFlushesItsParentOnlyWhenCreated() throws {
+    /// A note written before any commit makes the new folders durable first: it is durable
+    /// when `writeNote` returns, and so must be the folder it is in.
+    @Test func aNoteBeforeTheFirstCommitFlushesTheNewParentsFirst() throws {
         try withTemporaryDirectory { directory in
             let base = directory.url.resolvingSymlinksInPath().path
             var flushed: [String] = []
             let faults = SyscallFaults(afterSync: { flushed.append(Self.openedPath(of: $0)) })
-            try faults.inject { try makeDirectories(directory.path.appending("a/"), durable: true) }
-            #expect(flushed == [base], "creating a/ in an existing folder")
-            flushed = []
-            try faults.inject { try makeDirectories(directory.path.appending("a"), durable: true) }
-            #expect(flushed == [], "creating a again")
+            let journal = try Journal.open(directory: directory.path.appending("state/journal")) { _ in }
+            try faults.inject { try journal.writeNote("note", Array("x".utf8)) }
+            #expect(Array(flushed.prefix(2)) == [base, base + "/state"], "the folders first: \(flushed)")
+            #expect(flushed.last == base + "/state/journal", "the note's rename last: \(flushed)")
+            try journal.close()
+        }
+    }
+
+    /// `makeDirectories` says which folders it created, outermost first, and a trailing slash
+    /// names the same folder; `syncParents(of:)` flushes the parent of each.
+    @Test func madeFoldersAreListedAndTheirParentsFlushed() throws {
+        try withTemporaryDirectory { directory in
+            let base = directory.url.resolvingSymlinksInPath().path
+            let made = try makeDirectories(directory.path.appending("a/b/"))
+            #expect(made == [directory.path.appending("a"), directory.path.appending("a/b")])
+            var flushed: [String] = []
+            let faults = SyscallFaults(afterSync: { flushed.append(Self.openedPath(of: $0)) })
+            try faults.inject { try syncParents(of: made) }
+            #expect(flushed == [base, base + "/a"])
+            #expect(try makeDirectories(directory.path.appending("a/b")) == [], "creating a/b again")
         }
     }
 
