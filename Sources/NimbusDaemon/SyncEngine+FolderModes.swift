@@ -191,6 +191,8 @@ extension SyncEngine {
     func makeFolder(_ path: RelativePath, on side: Side, at location: RelativePath? = nil, source: FileMetadata) throws -> Bool {
         let working = FolderModes.working(source.mode)
         try system(side).makeDirectory(location ?? path, mode: working)
+        // Made in place: its creation, and what the watcher finds in it, are this engine's own.
+        if location == nil { expectEchoes(of: [path], on: side) }
         let folder = SidePath(side, path)
         guard working != source.mode else {
             folderModes.withLock { $0.noteWritable(folder) }

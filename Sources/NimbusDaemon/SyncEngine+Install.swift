@@ -130,6 +130,7 @@ extension SyncEngine {
         // written again, which is harmless.
         if pending.side == .cloud { state.withLock { $0.pendingMarks.append((pending.path, pending.replacing == nil)) } }
         noteInstalled(pending.path, on: pending.side, hash: hash, created: pending.replacing == nil)
+        expectEchoes(of: [pending.path], on: pending.side)
         if displaced, let replaced = pending.replacing { noteVersionKept(size: replaced.size) }
         state.withLock {
             $0.status.filesCopied += 1

@@ -37,9 +37,9 @@ import NimbusVocabulary
     /// The paths the runtime will look at after `events`, besides `sentinel`: an event pushed
     /// last that always leaves a hint, so that once there is one the whole push was taken in
     /// (a push is taken in at once).
-    static func hints(after events: [WatchEvent], _ pair: MemoryRuntime) throws -> Set<RelativePath> {
+    static func hints(after events: [WatchEvent], _ pair: MemoryRuntime, on side: Side = .cloud) throws -> Set<RelativePath> {
         let runtime = pair.runtime
-        pair.watcher(.cloud)?.push(events + [WatchEvent(.created, sentinel, isDirectory: false)])
+        pair.watcher(side)?.push(events + [WatchEvent(.created, sentinel, isDirectory: false)])
         try pair.stepUntil("the events are taken in") { runtime.batcher.batcher.nextDeadline != nil }
         pair.clock.advance(by: runtime.options.quietPeriod * 2)
         guard case .paths(let paths) = runtime.batcher.batcher.take(now: pair.clock.monotonicNow), paths.contains(sentinel) else {
@@ -83,5 +83,41 @@ import NimbusVocabulary
         defer { pair.runtime.finish() }
         pair.runtime.engine.sync([rp("unrelated")])
         #expect(try Self.hints(after: Self.echoes, pair) == [rp("d")])
+    }
+
+    /// A runtime whose first pass downloaded the cloud's `d` (made the folders in the local
+    /// folder, installed each file from its temporary file), paused.
+    static func downloaded() throws -> MemoryRuntime {
+        let pair = MemoryRuntime()
+        for path in files { try pair.cloud.write(rp(path), "content of \(path)") }
+        pair.clock.advance(by: .seconds(1))
+        pair.runtime.begin()
+        #expect(pair.runtime.step())
+        for path in files { #expect(pair.content(pair.local, path) == "content of \(path)", "\(path) is downloaded") }
+        pair.runtime.setPaused(true)
+        return pair
+    }
+
+    /// What inotify reports in the local folder for that download: each folder made, what the
+    /// watcher finds in it as it watches it, each file renamed from its temporary file (whose
+    /// own name is never reported).
+    static var downloadEchoes: [WatchEvent] {
+        [WatchEvent(.created, rp("d"), isDirectory: true), WatchEvent(.created, rp("d/e"), isDirectory: true),
+         WatchEvent(.created, rp("d/a"), isDirectory: false)]
+            + files.map { WatchEvent(.movedTo(cookie: 3), rp($0), isDirectory: false) }
+    }
+
+    @Test func theEchoesOfADownloadBringNoPass() throws {
+        let pair = try Self.downloaded()
+        defer { pair.runtime.finish() }
+        let hints = try Self.hints(after: Self.downloadEchoes, pair, on: .local)
+        #expect(hints.isEmpty, "\(hints)")
+    }
+
+    @Test func aDownloadedFileTheUserChangedMeanwhileIsLookedAt() throws {
+        let pair = try Self.downloaded()
+        defer { pair.runtime.finish() }
+        try pair.local.write(rp("d/e/c"), "the user's edit, longer than before")
+        #expect(try Self.hints(after: Self.downloadEchoes, pair, on: .local) == [rp("d/e/c")])
     }
 }
