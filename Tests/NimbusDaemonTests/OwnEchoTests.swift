@@ -12,19 +12,23 @@ import NimbusVocabulary
 @Suite struct OwnEchoTests {
     static let files = ["d/a", "d/b", "d/e/c"]
 
-    /// A runtime whose first pass uploaded `d` whole, paused: it takes events in and starts
-    /// no pass, so its batcher shows the hints the events left.
-    static func uploaded() throws -> MemoryRuntime {
+    /// A runtime whose first pass synced `d` from `side` (uploaded whole, or downloaded: the
+    /// folders made in the local folder, each file installed from its temporary file), paused:
+    /// it takes events in and starts no pass, so its batcher shows the hints the events left.
+    static func synced(from side: Side) throws -> MemoryRuntime {
         let pair = MemoryRuntime()
-        for path in files { try pair.local.write(rp(path), "content of \(path)") }
+        let (source, destination) = side == .local ? (pair.local, pair.cloud) : (pair.cloud, pair.local)
+        for path in files { try source.write(rp(path), "content of \(path)") }
         pair.clock.advance(by: .seconds(1))  // Written well before the pass, as a user's files usually are.
         pair.runtime.engine.settings.batchThreshold = 2  // Folders are uploaded whole by batches only.
         pair.runtime.begin()
         #expect(pair.runtime.step())
-        for path in files { #expect(pair.content(pair.cloud, path) == "content of \(path)", "\(path) is uploaded") }
+        for path in files { #expect(pair.content(destination, path) == "content of \(path)", "\(path) is synced") }
         pair.runtime.setPaused(true)
         return pair
     }
+
+    static func uploaded() throws -> MemoryRuntime { try synced(from: .local) }
 
     /// What inotify reports for the upload of `d`: the rename from `.nimbus/tmp` (not
     /// watched), then each entry the watcher finds as it watches the folder, then the mode.
@@ -85,19 +89,6 @@ import NimbusVocabulary
         #expect(try Self.hints(after: Self.echoes, pair) == [rp("d")])
     }
 
-    /// A runtime whose first pass downloaded the cloud's `d` (made the folders in the local
-    /// folder, installed each file from its temporary file), paused.
-    static func downloaded() throws -> MemoryRuntime {
-        let pair = MemoryRuntime()
-        for path in files { try pair.cloud.write(rp(path), "content of \(path)") }
-        pair.clock.advance(by: .seconds(1))
-        pair.runtime.begin()
-        #expect(pair.runtime.step())
-        for path in files { #expect(pair.content(pair.local, path) == "content of \(path)", "\(path) is downloaded") }
-        pair.runtime.setPaused(true)
-        return pair
-    }
-
     /// What inotify reports in the local folder for that download: each folder made, what the
     /// watcher finds in it as it watches it, each file renamed from its temporary file (whose
     /// own name is never reported).
@@ -108,14 +99,14 @@ import NimbusVocabulary
     }
 
     @Test func theEchoesOfADownloadBringNoPass() throws {
-        let pair = try Self.downloaded()
+        let pair = try Self.synced(from: .cloud)
         defer { pair.runtime.finish() }
         let hints = try Self.hints(after: Self.downloadEchoes, pair, on: .local)
         #expect(hints.isEmpty, "\(hints)")
     }
 
     @Test func aDownloadedFileTheUserChangedMeanwhileIsLookedAt() throws {
-        let pair = try Self.downloaded()
+        let pair = try Self.synced(from: .cloud)
         defer { pair.runtime.finish() }
         try pair.local.write(rp("d/e/c"), "the user's edit, longer than before")
         #expect(try Self.hints(after: Self.downloadEchoes, pair, on: .local) == [rp("d/e/c")])
