@@ -9,25 +9,47 @@ extension IgnorePattern {
         /// `**` at the end (`a/**`): one or more components, i.e. everything inside.
         case anyDescendants
 
-        /// Matches `segments[index...]` against `path[position...]`, where `position` starts a
-        /// component. Only `**` backtracks, and only over component boundaries.
-        static func match(_ segments: [Segment], from index: Int, _ path: Span<UInt8>, at position: Int) -> Bool {
-            switch segments[index] {
-            case .anyDescendants:
-                return position < path.count
-            case .anyDirectories:
-                // Never last: compilation turns a trailing `**` into `.anyDescendants`.
-                var start = position
-                while true {
-                    if match(segments, from: index + 1, path, at: start) { return true }
-                    guard let slash = nextSlash(path, from: start) else { return false }
-                    start = slash + 1
+        /// Matches `segments` against the whole `path`, component by component. A `**` that
+        /// absorbs components is the only choice point, and only the latest one is ever
+        /// revisited: every other segment matches exactly one component, so once a later `**`
+        /// is reached, an earlier one absorbing more could only end further on, which the later
+        /// one covers. So a match costs at most (segments × components) component comparisons,
+        /// however many `**` the pattern has (trying each earlier `**` again was exponential in
+        /// their number: a .nimbusignore line such as `**/a/**/a/**/a/**/a/**/c/**/b` kept the
+        /// engine on one path for minutes, 150 folders deep).
+        static func match(_ segments: [Segment], _ path: Span<UInt8>) -> Bool {
+            // `position` starts the next component; past `path.count`, every one was consumed.
+            let consumed = path.count + 1
+            var index = 0, position = 0
+            var globstar: (index: Int, position: Int)?
+            while true {
+                if index == segments.count {
+                    if position == consumed { return true }
+                } else {
+                    switch segments[index] {
+                    case .anyDirectories:
+                        // Never last: compilation turns a trailing `**` into `.anyDescendants`.
+                        globstar = (index, position)
+                        index += 1
+                        continue
+                    case .anyDescendants:
+                        if position < path.count { return true }
+                    case .name(let matcher):
+                        if position < consumed {
+                            let end = nextSlash(path, from: position) ?? path.count
+                            if matcher.matches(path, from: position, to: end) {
+                                index += 1
+                                position = end + 1
+                                continue
+                            }
+                        }
+                    }
                 }
-            case .name(let matcher):
-                let end = nextSlash(path, from: position) ?? path.count
-                guard matcher.matches(path, from: position, to: end) else { return false }
-                if index + 1 == segments.count { return end == path.count }
-                return end < path.count && match(segments, from: index + 1, path, at: end + 1)
+                // No match from here: the latest `**` absorbs one more component, if any is left.
+                guard let star = globstar, star.position < consumed, let slash = nextSlash(path, from: star.position) else { return false }
+                globstar = (star.index, slash + 1)
+                index = star.index + 1
+                position = slash + 1
             }
         }
 

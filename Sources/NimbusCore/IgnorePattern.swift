@@ -27,7 +27,7 @@ struct IgnorePattern: Sendable {
         case .name(let matcher):
             return matcher.matches(path, from: nameStart, to: path.count)
         case .path(let segments):
-            return Segment.match(segments, from: 0, path, at: 0)
+            return Segment.match(segments, path)
         }
     }
 }
