@@ -33,8 +33,11 @@ extension HydrationServer {
                                           expectedSize: placeholder.cloud.size) == .leave {
             forget(device: current.device, inode: current.inode)
             try? group.unmark(file: event.file)
-            answer(event, .allow)
-            return completed(.changedLocally(placeholder))
+            // Told before the reader is answered, as a fill's outcome is: once the reader has
+            // its answer, the engine has heard (a test that read and then looked for the
+            // outcome missed it under load when the answer went first).
+            completed(.changedLocally(placeholder))
+            return answer(event, .allow)
         }
         // Joins a fill already running for this file.
         let waiter = Waiter(event: event, since: now())
@@ -49,8 +52,8 @@ extension HydrationServer {
             let message = "not enough space to download \(placeholder.path): \(short). Free some space, evict files "
                 + "(nimbusctl evict), or download it with nimbusctl download"
             log.warning("\(message); the program that opened it gets ENOSPC")
-            answer(event, .deny(.noSpace))
-            return completed(.failed(placeholder, .noSpace, message))  // Its state says so, as the suffix style's does.
+            completed(.failed(placeholder, .noSpace, message))  // Its state says so, as the suffix style's does.
+            return answer(event, .deny(.noSpace))
         }
         inFlight.withLock { $0[identity] = [waiter] }
         startFill(event.file, placeholder, identity: identity)
