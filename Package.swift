@@ -34,7 +34,7 @@ let package = Package(
         // What tests (and nimbus-bench) share: the one seeded generator, the one failure type, polls
         // with deadlines, temporary folders, the nimbusd child-process harness. No XCTest or
         // Testing, so that nimbus-bench can link it; nimbusd never does.
-        .target(name: "NimbusTestSupport", dependencies: ["NimbusSystem"], path: "Tests/NimbusTestSupport",
+        .target(name: "NimbusTestSupport", dependencies: ["NimbusSystem", "NimbusVocabulary"], path: "Tests/NimbusTestSupport",
                 swiftSettings: strict),
         // The Swift Testing trait that runs a test on a thread of its own (OwnThreadExecutor), for
         // the test targets: apart from NimbusTestSupport, which nimbus-bench links without Testing.

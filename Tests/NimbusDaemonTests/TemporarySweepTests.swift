@@ -53,9 +53,7 @@ final class DiskPair {
     func waitUntilClosedElsewhere(_ relative: String) throws {
         let parts = relative.split(separator: "/", maxSplits: 1).map(String.init)
         let side = parts[0] == "local" ? local : cloud
-        try Polling.wait("no other process to hold \(relative) open", timeout: .seconds(60), interval: .milliseconds(5)) {
-            side.isOpenElsewhere(rp(parts[1])) != true
-        }
+        try Polling.untilClosedElsewhere(rp(parts[1]), in: side)
     }
 
     func exists(_ relative: String) -> Bool { access("\(root)/\(relative)", F_OK) == 0 }

@@ -17,7 +17,6 @@ import Testing
                 let destination = DiskFileSystem(root: scratch.path.appending("small"),
                                                   temporaryDirectory: try path(".nimbus/tmp"))
                 let expected = try #require(try source.metadata(of: path("big")))
-                try Self.waitUntilClosedElsewhere(path("big"), in: source)
                 let error = try #require(throws: SystemError.self) {
                     try destination.prepareCopy(of: path("big"), from: source, expected: expected,
                                                 durable: true) { _ in }
@@ -48,27 +47,18 @@ import Testing
                 let disk = DiskFileSystem(root: scratch.path.appending("disk"))
                 let memory = DiskFileSystem(root: scratch.path.appending("memory"))
                 let there = try #require(try disk.metadata(of: path("file")))
-                try Self.waitUntilClosedElsewhere(path("file"), in: disk)
                 let copy = try memory.prepareCopy(of: path("file"), from: disk, expected: there, durable: true) { _ in }
                 _ = try memory.install(copy, at: path("file"), replacing: nil, displacedTo: nil, durable: true)
                 #expect(try scratch.read("memory/file") == content)
 
                 let back = try #require(try memory.metadata(of: path("file")))
-                try Self.waitUntilClosedElsewhere(path("file"), in: memory)
+                // Written by this process's copier: a child another test forks may hold it.
+                try Polling.untilClosedElsewhere(path("file"), in: memory)
                 let copyBack = try disk.prepareCopy(of: path("file"), from: memory, expected: back,
                                                     durable: true) { _ in }
                 _ = try disk.install(copyBack, at: path("file"), replacing: there, displacedTo: nil, durable: true)
                 #expect(try scratch.read("disk/file") == content)
             }
-        }
-    }
-
-    /// A file written moments ago that another process holds open for writing is refused as
-    /// mid-rewrite (`Copier.prepare`): a child that another test forks while the file is open
-    /// holds it until it execs, which under load took long enough to refuse this test's copy.
-    private static func waitUntilClosedElsewhere(_ file: RelativePath, in fs: DiskFileSystem) throws {
-        try Polling.wait("no other process to hold \(file) open", timeout: .seconds(60), interval: .milliseconds(5)) {
-            fs.isOpenElsewhere(file) != true
         }
     }
 

@@ -147,6 +147,10 @@ struct Scratch {
         return try body(Scratch(path: path, directory: directory))
     }
 
+    /// Writes `name` and returns once no other process has it open: the tests hand what they
+    /// write to the copier and the installer, which rightly refuse a file still open for
+    /// writing, as one that a child forked by another test meanwhile holds until it execs
+    /// (`Polling.untilClosedElsewhere`).
     func write(_ name: SystemPath, _ contents: [UInt8], mode: UInt32 = 0o644) throws {
         let file = try FileDescriptor.open(name, [.writeOnly, .create, .truncate], permissions: mode,
                                            relativeTo: directory)
@@ -154,6 +158,7 @@ struct Scratch {
             try file.writeAll(contents)
             try file.setPermissions(mode)
         }
+        try Polling.untilClosedElsewhere("\(name)") { directory.isOpenElsewhere(name) }
     }
 
     func read(_ name: SystemPath) throws -> [UInt8] {
