@@ -210,6 +210,7 @@ struct Pair {
                 try Sys.ftruncate(file.rawValue, 16 << 20)
                 try randomBytes(4096, seed: 8).withUnsafeBytes { try file.writeAll(toAbsoluteOffset: 8 << 20, $0) }
             }
+            try pair.scratch.untilClosedElsewhere("src/sparse")
             for name in ["dense", "sparse"] {
                 let expected = try #require(try pair.source.metadata(of: path(name)))
                 let copy = try pair.destination.prepareCopy(of: path(name), from: pair.source, expected: expected,
@@ -238,6 +239,7 @@ struct Pair {
                 try Sys.ftruncate(file.rawValue, size)
                 for (offset, bytes) in ranges { try bytes.withUnsafeBytes { try file.writeAll(toAbsoluteOffset: offset, $0) } }
             }
+            try pair.scratch.untilClosedElsewhere("src/sparse")
             let installed = try pair.copy("sparse")
             #expect(installed.size == size)
             let copy = try FileDescriptor.open("dst/sparse", relativeTo: pair.scratch.directory)

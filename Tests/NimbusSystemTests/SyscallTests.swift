@@ -147,10 +147,7 @@ struct Scratch {
         return try body(Scratch(path: path, directory: directory))
     }
 
-    /// Writes `name` and returns once no other process has it open: the tests hand what they
-    /// write to the copier and the installer, which rightly refuse a file still open for
-    /// writing, as one that a child forked by another test meanwhile holds until it execs
-    /// (`Polling.untilClosedElsewhere`).
+    /// Writes `name` and returns once no other process has it open (`untilClosedElsewhere`).
     func write(_ name: SystemPath, _ contents: [UInt8], mode: UInt32 = 0o644) throws {
         let file = try FileDescriptor.open(name, [.writeOnly, .create, .truncate], permissions: mode,
                                            relativeTo: directory)
@@ -158,6 +155,14 @@ struct Scratch {
             try file.writeAll(contents)
             try file.setPermissions(mode)
         }
+        try untilClosedElsewhere(name)
+    }
+
+    /// Returns once no other process has `name` open: the tests hand what they write to the
+    /// copier and the installer, which rightly refuse a file still open for writing, as one
+    /// that a child forked by another test meanwhile holds until it execs
+    /// (`Polling.untilClosedElsewhere`).
+    func untilClosedElsewhere(_ name: SystemPath) throws {
         try Polling.untilClosedElsewhere("\(name)") { directory.isOpenElsewhere(name) }
     }
 
