@@ -122,7 +122,9 @@ extension PlaceholderHostileTests {
         try #require(try await d.ctl(["--json", "download", "--no-wait", "first"]).status == 0)
         #expect(PlaceholderFiles.touchByOpening(d.local + "/wanted.txt.nimbus"))
         try #require(try await d.ctl(["--json", "download", "--no-wait", "second"]).status == 0)
-        try await d.waitForLog("was opened: downloading wanted.txt", since: mark)
+        // Each waits for a folder download of 300 files (a debug build on two loaded cores took
+        // more than the 10 s of the default deadline): deadlines, not speed checks.
+        try await d.waitForLog("was opened: downloading wanted.txt", since: mark, timeout: .seconds(60))
         let met = second.contains { PlaceholderFiles.exists(d.local + "/" + $0 + ".nimbus") }
         let explicit = try await d.ctl(["--json", "download", "wanted.txt"])
         if met {
@@ -130,7 +132,7 @@ extension PlaceholderHostileTests {
         } else {
             print("[hostileJoin] the second folder download ended before the explicit request: the race was not met, nothing checked")
         }
-        try await d.eventually("the folder downloads to end") { second.contains { PlaceholderFiles.exists(d.local + "/" + $0 + ".nimbus") } ? "not yet" : nil }
+        try await d.eventually("the folder downloads to end", timeout: .seconds(60)) { second.contains { PlaceholderFiles.exists(d.local + "/" + $0 + ".nimbus") } ? "not yet" : nil }
         try await d.stop()
     }
 
