@@ -34,16 +34,7 @@ extension ControlServer {
             return
         }
         if peer.uid != daemonUID && peer.uid != 0 {
-            // At most one line a second: another user must not be able to flood the log.
-            let now = SystemClock().monotonicNow
-            if lastRefusalLogged.map({ now - $0 >= .seconds(1) }) ?? true {
-                let more = refusalsNotLogged > 0 ? " (and \(refusalsNotLogged) more refused since the last such message)" : ""
-                log.warning("refused a control connection from uid \(peer.uid) (pid \(peer.pid)): only uid \(daemonUID) and root may control this daemon\(more)")
-                lastRefusalLogged = now
-                refusalsNotLogged = 0
-            } else {
-                refusalsNotLogged += 1
-            }
+            logRefusal("refused a control connection from uid \(peer.uid) (pid \(peer.pid)): only uid \(daemonUID) and root may control this daemon")
             let error = RPCError(.permissionDenied, "permission denied",
                                  reason: "uid \(peer.uid) may not control the Nimbus daemon of uid \(daemonUID)",
                                  suggestion: "run nimbusctl as the user who runs nimbusd, or as root")
@@ -51,7 +42,7 @@ extension ControlServer {
             return
         }
         if clients.count >= limits.maximumClients {
-            log.warning("refused a control connection from pid \(peer.pid): \(clients.count) clients are connected already")
+            logRefusal("refused a control connection from pid \(peer.pid): \(clients.count) clients are connected already")
             refuse(socket, RPCError(.busy, "too many control connections", reason: "\(clients.count) clients are connected",
                                     suggestion: "close idle nimbusctl or watch sessions and try again"))
             return
@@ -62,6 +53,20 @@ extension ControlServer {
         clientsByID[client.id] = client
         pollSet.set(socket.descriptor, .readable)
         log.debug("\(client.description) connected")
+    }
+
+    /// At most one line a second: another user, or a client reconnecting in a loop to a busy
+    /// daemon, must not be able to flood the log.
+    func logRefusal(_ message: String) {
+        let now = SystemClock().monotonicNow
+        guard lastRefusalLogged.map({ now - $0 >= .seconds(1) }) ?? true else {
+            refusalsNotLogged += 1
+            return
+        }
+        let more = refusalsNotLogged > 0 ? " (and \(refusalsNotLogged) more refused since the last such message)" : ""
+        log.warning(message + more)
+        lastRefusalLogged = now
+        refusalsNotLogged = 0
     }
 
     /// Says why, once and without waiting, then hangs up.

@@ -115,6 +115,29 @@ extension FakeControlContext: PairResidency {
         #expect(pair.asked == ["sync", "confirmDeletes", "download a.txt explicit"])
     }
 
+    /// Connections refused because too many clients are connected are logged at most once a
+    /// second, as refusals of another user's are: a client reconnecting in a loop wrote one
+    /// warning per try (seen: 2 000 lines from one script holding 3 000 connections).
+    @Test func refusalsOfABusyServerAreNotLoggedOneByOne() throws {
+        let lines = LogRepetitionTests.Lines()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nimbus-handler-\(UUID().uuidString)").path
+        let setup = ControlSetup(pair: FakeControlContext(), instance: "test", localRoot: "/L", cloudRoot: "/C", startedAt: .origin)
+        var limits = ControlServer.Limits()
+        limits.maximumClients = 2
+        let server = try ControlServer(socketPath: directory + "/s.sock", setup: setup, log: lines.logger, limits: limits)
+        server.start()
+        defer { server.stop() }
+        let admitted = try (0..<2).map { _ in try SocketClient(directory + "/s.sock") }
+        for client in admitted { #expect(try client.result("status")["clients"] != nil) }
+        let refusals = 40
+        for _ in 0..<refusals {
+            let refused = try SocketClient(directory + "/s.sock")
+            #expect(try refused.readAnswer().errorName == "busy")
+        }
+        let told = lines.count("clients are connected already")
+        #expect(told >= 1 && told <= refusals / 2, "\(told) warnings for \(refusals) refusals")
+    }
+
     /// A parameter out of range is `invalid_params` whose reason names it, never an odd
     /// sentence: an empty `versions` list gave "the client " and a version mismatch.
     @Test func outOfRangeParametersAreNamed() throws {
