@@ -85,21 +85,38 @@ extension SyncEngine {
     /// within `scope` that were read this time, so that a new failure there is told again.
     /// Told again too when the cause changes (not the wording: a folder that is a scope root
     /// of its own fails its scan, inside a wider scope its listing).
+    ///
+    /// What is inside such a folder does not sync, so the folder is in error until it is read
+    /// again: status counts it and names it (it said "Up to date" before). Its state mark is
+    /// not written: a folder that cannot be read rarely takes an xattr either.
     func tellUnreadable(_ problems: [SidePath: (message: String, cause: Errno?)], scope: [RelativePath]) {
-        let (new, again) = state.withLock { s -> ([String], [String]) in
+        let (new, again, failed, readAgain) = state.withLock { s -> ([String], [String], [(RelativePath, String)], [RelativePath]) in
+            var readAgain: [RelativePath] = []
             if !s.toldUnreadable.isEmpty {
                 s.toldUnreadable = s.toldUnreadable.filter { told, _ in
-                    problems[told] != nil || !scope.contains { $0.contains(told.path) }
+                    let stays = problems[told] != nil || !scope.contains { $0.contains(told.path) }
+                    if !stays { readAgain.append(told.path) }
+                    return stays
                 }
             }
-            var new: [String] = [], again: [String] = []
+            var new: [String] = [], again: [String] = [], failed: [(RelativePath, String)] = []
             for (place, problem) in problems.sorted(by: { $0.key.path < $1.key.path }) {
                 let told = s.toldUnreadable.updateValue(problem.cause, forKey: place)
                 if told == nil || told! != problem.cause { new.append(problem.message) } else { again.append(problem.message) }
+                // Its error stands while it cannot be read, even if something cleared it.
+                if s.transient[place.path]?.message == nil { failed.append((place.path, problem.message)) }
             }
-            return (new, again)
+            // Read again on this side, and not still unreadable on the other.
+            readAgain.removeAll { path in s.toldUnreadable.keys.contains { $0.path == path } || s.transient[path]?.message == nil }
+            return (new, again, failed, readAgain)
         }
         for message in new { log.warning(message) }
+        for (path, message) in failed {
+            setTransient(path, .error(message))
+            emit(.error(path, message))
+            state.withLock { $0.status.lastError = message }
+        }
         for message in again { log.debug("again: \(message)") }
+        for path in readAgain { clearTransient(path) }
     }
 }

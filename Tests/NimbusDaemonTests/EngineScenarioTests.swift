@@ -72,6 +72,27 @@ struct Pair {
         #expect(pair.content(pair.cloud, "d/b") == "two")
     }
 
+    /// Status is truthful about a folder it cannot read: what is in it does not sync, so it is
+    /// an error (counted, listed, the last error) until the folder is read again. Before,
+    /// status said "Up to date" (seen: a folder without permission, and one past PATH_MAX).
+    @Test func anUnreadableFolderIsAnErrorUntilItIsReadAgain() throws {
+        let pair = Pair()
+        try pair.local.write(rp("d/a"), Array("one".utf8))
+        try pair.local.write(rp("e/b"), Array("two".utf8))
+        pair.engine.start()
+        try pair.local.setAttributes(rp("d"), mode: 0o000, mtime: nil)
+        pair.sync()
+        #expect(pair.engine.errorCount == 1)
+        #expect(pair.engine.status.lastError?.contains("cannot read d in the local folder") == true, "\(pair.engine.status.lastError ?? "")")
+        #expect(pair.engine.entry(rp("d"))?.state.message?.contains("cannot read d") == true)
+        pair.sync()
+        pair.engine.sync([rp("e")])
+        #expect(pair.engine.errorCount == 1, "still unreadable: still an error")
+        try pair.local.setAttributes(rp("d"), mode: 0o755, mtime: nil)
+        pair.sync()
+        #expect(pair.engine.errorCount == 0, "read again: no longer an error")
+    }
+
     @Test func massDeletesAreHeldUntilConfirmed() throws {
         let pair = Pair()
         for i in 0..<300 { try pair.local.write(rp("f\(i)"), Array("x\(i)".utf8)) }
