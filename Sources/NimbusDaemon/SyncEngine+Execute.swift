@@ -113,7 +113,7 @@ extension SyncEngine {
             // Before the action, so that one failing halfway is flushed too: a record kept after
             // a crash that lost the rename it describes would take the missing name for a
             // deletion and propagate it (the flush is one per filesystem, for the whole pass).
-            if action.awaitsFlushBeforeCommit, let side = action.side { state.withLock { $0.changesAwaitFlush.insert(side) } }
+            if action.awaitsFlushBeforeCommit, let side = action.side { awaitFlushBeforeCommit([side]) }
             do {
                 let waiting = batch?.count
                 try lendFolders(for: action)

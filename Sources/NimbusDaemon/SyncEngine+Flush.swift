@@ -25,6 +25,25 @@ extension SyncEngine {
         return failed
     }
 
+    /// Notes that names or modes changed on `sides` and are not flushed yet: the journal's
+    /// next commit flushes those sides first (`commit`), one flush per filesystem for all.
+    func awaitFlushBeforeCommit(_ sides: Set<Side>) {
+        state.withLock { $0.changesAwaitFlush.formUnion(sides) }
+    }
+
+    /// Runs `change`, which changes names or modes on `sides` outside a pass (a control
+    /// command: download, evict, resolve, restore, revert-deletes; the cache budget; a style
+    /// conversion), in a pass's order: its changes are flushed before the journal's next
+    /// commit, the command's own or, when it fails halfway, any later one. Without it, a
+    /// command's commit could be durable before the rename it records, and a crash that lost
+    /// the rename would leave a journal saying the file is synced where it is missing.
+    /// Noted after `change`: a commit inside it (an eviction records the placeholder it made
+    /// durable before the file goes) needs no flush of what is still to come.
+    func changingNames<Result>(on sides: Set<Side>, _ change: () throws -> Result) rethrows -> Result {
+        defer { awaitFlushBeforeCommit(sides) }
+        return try change()
+    }
+
     /// A local marker waiting for a flush (`RootMarkers.check`) is durable once the local
     /// filesystem was flushed: through the local folder, or through the cloud's when both are
     /// on one.

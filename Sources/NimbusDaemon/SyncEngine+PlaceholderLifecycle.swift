@@ -51,7 +51,7 @@ extension SyncEngine {
                 defer { locks.unlock(handle) }
                 var noBatch: [PendingInstall]? = nil
                 do {
-                    try performPlaceholderAction(action, batch: &noBatch)
+                    try changingNames(on: [.local]) { try performPlaceholderAction(action, batch: &noBatch) }
                     converted += 1
                 } catch {
                     log.warning("cannot convert the placeholder of \(action.path): \(error)")

@@ -117,27 +117,33 @@ extension SyncEngine {
         guard let copy = state.withLock({ $0.index[path]?.conflictCopy }) else {
             throw EngineRequestError(kind: .notInConflict, message: "\(path) is not in conflict")
         }
-        // The folders of the two names may be read-only (`FolderModes`).
-        try withFoldersLent([path.parent, copy.parent]) {
-            switch choice {
-            case .both:
-                break
-            case .cloud:
-                try refuseIfOpenForWriting(copy)
-                try keepConflictCopyAsVersion(copy, of: path)
-            case .local:
-                guard try local.metadata(of: copy) != nil else {
-                    throw EngineRequestError(kind: .notFound, message: "the conflict copy \(copy) is gone; nothing to keep")
-                }
-                try refuseIfOpenForWriting(path)
-                try keepLocalEditAsVersion(of: path)
-                try local.rename(copy, to: path, replacing: true)
-            }
+        // The folders of the two names may be read-only (`FolderModes`); the names changed
+        // are flushed before the commit that records the conflict settled.
+        try changingNames(on: choice == .both ? [] : Set(Side.allCases)) {
+            try withFoldersLent([path.parent, copy.parent]) { try settle(path, copy: copy, keep: choice) }
         }
         updateRecord(path) { $0.conflictCopy = nil }
         publishState(of: path)
         commit()
         sync([path, copy])
+    }
+
+    /// What `resolve` does on disk for `choice`.
+    private func settle(_ path: RelativePath, copy: RelativePath, keep choice: ConflictChoice) throws {
+        switch choice {
+        case .both:
+            break
+        case .cloud:
+            try refuseIfOpenForWriting(copy)
+            try keepConflictCopyAsVersion(copy, of: path)
+        case .local:
+            guard try local.metadata(of: copy) != nil else {
+                throw EngineRequestError(kind: .notFound, message: "the conflict copy \(copy) is gone; nothing to keep")
+            }
+            try refuseIfOpenForWriting(path)
+            try keepLocalEditAsVersion(of: path)
+            try local.rename(copy, to: path, replacing: true)
+        }
     }
 
     /// A request that would delete or replace a local file a program is writing to is refused:

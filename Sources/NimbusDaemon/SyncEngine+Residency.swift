@@ -23,16 +23,21 @@ extension SyncEngine {
         let target = try residentPath(path)
         let placeholders = state.withLock { s in s.index.subtree(target).filter { s.index[$0]!.isPlaceholder } }
         var failures: [String] = []
-        for file in placeholders {
-            do { try downloadPlaceholder(file, request) } catch is CancellationError {
-                // Stopping: the files downloaded so far are kept, the rest wait for another request.
-                commit()
-                removeLeftoverCopies()
-                throw CancellationError()
-            } catch {
-                if placeholders.count == 1 { removeLeftoverCopies(); throw error }
-                failures.append("\(error)")
+        do {
+            // A suffix placeholder's name goes once its file is downloaded.
+            try changingNames(on: [.local]) {
+                for file in placeholders {
+                    do { try downloadPlaceholder(file, request) } catch let error where !(error is CancellationError) {
+                        if placeholders.count == 1 { removeLeftoverCopies(); throw error }
+                        failures.append("\(error)")
+                    }
+                }
             }
+        } catch is CancellationError {
+            // Stopping: the files downloaded so far are kept, the rest wait for another request.
+            commit()
+            removeLeftoverCopies()
+            throw CancellationError()
         }
         commit()
         removeLeftoverCopies()
@@ -145,8 +150,10 @@ extension SyncEngine {
         }
         guard !paths.isEmpty else { return }
         log.notice("mirror mode: downloading \(paths.count) file(s) that were placeholders")
-        for path in paths {
-            do { try downloadPlaceholder(path, .automatic) } catch { log.warning("cannot download \(path): \(error)") }
+        changingNames(on: [.local]) {
+            for path in paths {
+                do { try downloadPlaceholder(path, .automatic) } catch { log.warning("cannot download \(path): \(error)") }
+            }
         }
         commit()
     }
@@ -175,10 +182,12 @@ extension SyncEngine {
         }
         let open = ProcessSupport.openFiles()
         var refusals: [EngineRequestError] = []
-        for file in files {
-            do { try evictFile(file, openFiles: open, automatic: automatic) } catch let error as EngineRequestError {
-                if files.count == 1 || target == file { throw error }
-                refusals.append(error)
+        try changingNames(on: [.local]) {
+            for file in files {
+                do { try evictFile(file, openFiles: open, automatic: automatic) } catch let error as EngineRequestError {
+                    if files.count == 1 || target == file { throw error }
+                    refusals.append(error)
+                }
             }
         }
         commit()

@@ -84,7 +84,7 @@ extension SyncEngine {
             return (s.heldDeletes, s.appliedDeletions.take(on: s.holdingSides))
         }
         guard !held.isEmpty else { return 0 }
-        let restored = restore(applied)
+        let restored = changingNames(on: Set(applied.map(\.side))) { restore(applied) }
         // Forgetting the base makes the surviving copies look new, so they are copied back.
         for action in held {
             let paths = state.withLock { $0.index.subtree(action.path) }

@@ -104,6 +104,13 @@ extension SyncEngine {
     /// any change. What each replaces is itself kept as a version. Runs on the engine thread.
     public func restore(_ items: [RestorePlanItem]) throws {
         checkOwner()
+        // What each restored file replaces goes to the versions store: a rename in the cloud
+        // folder, flushed before the commit of the pass that syncs the file down.
+        try changingNames(on: [.cloud]) { try restoreEach(items) }
+        if !items.isEmpty { sync(Set(items.map(\.destination))) }
+    }
+
+    private func restoreEach(_ items: [RestorePlanItem]) throws {
         for item in items {
             if let existing = try cloud.metadata(of: item.destination) {
                 guard existing.kind != .directory else {
@@ -122,6 +129,5 @@ extension SyncEngine {
                 throw error
             }
         }
-        if !items.isEmpty { sync(Set(items.map(\.destination))) }
     }
 }

@@ -87,7 +87,7 @@ struct UploadingPair {
     let store: FlushNotingStore
     let engine: SyncEngine<FaultyFileSystem<MemoryFileSystem>>
 
-    init(sameFilesystem: Bool, log: Logger = .silent) {
+    init(sameFilesystem: Bool, log: Logger = .silent, settings adjust: (inout EngineSettings) -> Void = { _ in }) {
         local = FaultyFileSystem(MemoryFileSystem(time: clock.timeSource, device: 1), trace: (trace, "local"))
         cloud = FaultyFileSystem(MemoryFileSystem(time: clock.timeSource, temporaryDirectory: RootMarkers.temporary(for: "laptop"),
                                                   device: sameFilesystem ? 1 : 2), trace: (trace, "cloud"))
@@ -97,6 +97,7 @@ struct UploadingPair {
         var settings = EngineSettings(deviceName: "laptop")
         settings.batchThreshold = 2
         settings.copyThreads = 1  // As `Pair`: memory filesystems replay in order.
+        adjust(&settings)
         engine = SyncEngine(local: local, cloud: cloud, store: store, records: [:], clock: clock,
                             settings: settings, log: log, rootNames: ("L", "C"))
     }

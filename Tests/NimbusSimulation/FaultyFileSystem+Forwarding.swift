@@ -76,9 +76,13 @@ extension FaultyFileSystem {
 
     public func install(_ copy: PreparedCopy, at destination: RelativePath, replacing: FileMetadata?,
                         displacedTo: RelativePath?, durable: Bool) throws -> FileMetadata {
-        try perform(.install, [destination, copy.temporary]) {
+        let installed = try perform(.install, [destination, copy.temporary]) {
             try base.install(copy, at: destination, replacing: replacing, displacedTo: displacedTo, durable: durable)
         }
+        // An install made durable on its own (its folders fsynced) needs no flush after it:
+        // the trace says so, for tests of what a flush must cover.
+        if durable { trace?.trace.append(trace!.label, "durable", [destination]) }
+        return installed
     }
 
     public func discard(_ copy: PreparedCopy) {

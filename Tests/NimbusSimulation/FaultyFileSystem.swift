@@ -20,7 +20,7 @@ public final class FaultyFileSystem<Base: FileSystem>: FileSystem {
     public let base: Base
     private let plan: Mutex<FaultPlan>
     /// Where every operation that succeeds is recorded, under `label`, when given.
-    private let trace: (trace: OperationTrace, label: String)?
+    let trace: (trace: OperationTrace, label: String)?
 
     /// - Parameters:
     ///   - random: the generator for random faults; its seed is what to print on failure.
