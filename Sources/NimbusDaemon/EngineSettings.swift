@@ -87,6 +87,8 @@ public struct EngineStatus: Sendable {
     public var keptDeletes = 0
     public var bytesCopied: Int64 = 0
     public var filesCopied = 0
+    /// The newest failure that lasts (a path in state `error`); nil once none does
+    /// (`SyncEngine.forgetLastErrorIfOver`). The log keeps the history.
     public var lastError: String?
     /// Why the journal cannot be written now (nil once a commit succeeds): sync goes on, but
     /// nothing it does is recorded, so the user must hear of it, not only the log.

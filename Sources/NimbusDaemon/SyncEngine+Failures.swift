@@ -28,18 +28,37 @@ extension SyncEngine {
             scheduleRetry(path, error: "\(error)", delay: .seconds(1))
         default:
             let message = Self.explain(error, action: action)
-            // Said once: each retry, and each pass that looks at the path, fails the same way
-            // (an unreadable file was logged 21 times a minute with a cloud polled every 5 s).
-            if state.withLock({ $0.toldFailures.updateValue(message, forKey: path) != message }) {
-                log.error(message)
-            } else {
-                log.debug("again: \(message)")
-            }
-            setTransient(path, .error(message))
-            publishState(of: path)
-            emit(.error(path, message))
+            report(message, of: path)
             scheduleRetry(path, error: message)
-            state.withLock { $0.status.lastError = message }
+        }
+    }
+
+    /// Shows the failure of `path` while it lasts: its state `error`, and status's `lastError`.
+    /// Told (the log's error, the watchers' `error` event) when it starts or its message
+    /// changes, not again at each retry or each pass that meets it: an unreadable file was
+    /// logged 21 times a minute with a cloud polled every 5 s, and sent as many events.
+    func report(_ message: String, of path: RelativePath) {
+        let isNew = state.withLock { s in
+            s.status.lastError = message
+            s.lastErrorPath = path
+            return s.toldFailures.updateValue(message, forKey: path) != message
+        }
+        if isNew { log.error(message) } else { log.debug("again: \(message)") }
+        setTransient(path, .error(message))
+        publishState(of: path)
+        if isNew { emit(.error(path, message)) }
+    }
+
+    /// `lastError` tells a current problem, not history (the log keeps that), as Syncthing's
+    /// and Dropbox's status do: once the failure it shows is over (the path synced, or went),
+    /// it shows another that lasts, or nothing. Before, a fixed failure (a file made readable
+    /// again, a disk with room again) stayed in `nimbusctl status` until the daemon restarted.
+    func forgetLastErrorIfOver() {
+        state.withLock { s in
+            guard let shown = s.lastErrorPath, s.transient[shown]?.message == nil else { return }
+            let lasting = s.transient.filter { $0.value.message != nil }.min { $0.key < $1.key }
+            s.lastErrorPath = lasting?.key
+            s.status.lastError = lasting?.value.message
         }
     }
 

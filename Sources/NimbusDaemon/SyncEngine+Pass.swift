@@ -75,6 +75,7 @@ extension SyncEngine {
             scope = scopeRoots(again.union(views.withheld))
         }
         if !state.withLock({ $0.marksWaitForRuntime }) { writePendingMarks() }
+        forgetLastErrorIfOver()
         removeLeftoverCopies()
         sweepTemporariesIfDue()
     }

@@ -104,6 +104,7 @@ extension SyncEngine {
             if old.message != nil { s.toldFailures[path] = nil }
             return old.message != nil
         }
+        if state.withLock({ $0.lastErrorPath == path }) { forgetLastErrorIfOver() }
         guard let wasFailed, let now = entry(path, local: local)?.state else { return }
         emit(.stateChanged(path, now))
         if wasFailed { publishState(of: path) }

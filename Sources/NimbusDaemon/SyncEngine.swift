@@ -106,6 +106,8 @@ public final class SyncEngine<FS: FileSystem>: @unchecked Sendable {
         /// The failure last logged for each path, logged again only when it changes or after
         /// the path synced (`handle(_:for:again:)`).
         var toldFailures: [RelativePath: String] = [:]
+        /// The path whose failure `status.lastError` shows (`forgetLastErrorIfOver`).
+        var lastErrorPath: RelativePath?
         /// The folders the log said could not be read, and why (`tellUnreadable`).
         var toldUnreadable: [SidePath: Errno?] = [:]
     }
