@@ -25,20 +25,19 @@ extension SyncEngine {
         let open = ProcessSupport.openFiles()
         var evicted = 0
         var freed: Int64 = 0
-        changingNames(on: [.local]) {
-            for candidate in candidates where !keeping.contains(candidate.path) {
-                let overBudget = s.cacheLimit.map { total > $0 } ?? false
-                let expired = s.evictAfter.map { now - candidate.lastUse > $0 } ?? false
-                // Sorted by last use: once one is neither, so are all that follow.
-                guard overBudget || expired else { break }
-                do {
-                    try evictFile(candidate.path, openFiles: open, automatic: true)
-                    total -= candidate.size
-                    freed += candidate.size
-                    evicted += 1
-                } catch {
-                    log.debug("cache budget: kept \(candidate.path): \(error)")
-                }
+        for candidate in candidates where !keeping.contains(candidate.path) {
+            let overBudget = s.cacheLimit.map { total > $0 } ?? false
+            let expired = s.evictAfter.map { now - candidate.lastUse > $0 } ?? false
+            // Sorted by last use: once one is neither, so are all that follow.
+            guard overBudget || expired else { break }
+            do {
+                // Within the budget (the check after every download and open), no flush is due.
+                try changingNames(on: [.local]) { try evictFile(candidate.path, openFiles: open, automatic: true) }
+                total -= candidate.size
+                freed += candidate.size
+                evicted += 1
+            } catch {
+                log.debug("cache budget: kept \(candidate.path): \(error)")
             }
         }
         if evicted > 0 {

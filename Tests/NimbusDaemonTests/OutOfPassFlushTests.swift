@@ -5,14 +5,19 @@ import NimbusVocabulary
 @testable import NimbusDaemon
 
 /// What a control command changes outside a pass (download, pin, evict, resolve, restore,
-/// confirm-deletes, revert-deletes) follows a pass's order (`NamespaceFlushTests`): every
-/// name it changes is flushed before the journal's commit that records it. Before
+/// confirm-deletes, revert-deletes; the cache budget's evictions) follows a pass's order
+/// (`NamespaceFlushTests`): every name it changes is flushed before the journal's commit
+/// that records it. Before
 /// `SyncEngine.changingNames`, only the pass flushed: a command's commit could be durable
 /// before its rename, and a crash that lost the rename left a journal saying the file is
 /// synced at a name where it is missing.
 @Suite struct OutOfPassFlushTests {
     enum Command: String, CaseIterable {
-        case download, pin, evict, resolveKeepingLocal, resolveKeepingCloud, restore, confirmDeletes, revertDeletes
+        case download, pin, evict, cacheBudget, resolveKeepingLocal, resolveKeepingCloud, restore, confirmDeletes, revertDeletes
+
+        /// An eviction records the placeholder (installed durably) before the file goes, so no
+        /// commit follows the removal: that is flushed before the command returns.
+        var evicts: Bool { self == .evict || self == .cacheBudget }
     }
 
     /// An on-demand pair (suffix placeholders) after its first sync: `up/a`, `up/b`, `up/c`
@@ -22,6 +27,7 @@ import NimbusVocabulary
             settings.onDemand = true
             settings.placeholderStyle = .suffix
             settings.minFreeSpace = 0
+            if command == .cacheBudget { settings.cacheLimit = 1 }
         }
         try pair.cloud.base.write(rp("cl/x"), Array("in the cloud".utf8))
         let many = command == .confirmDeletes || command == .revertDeletes ? 120 : 0
@@ -30,7 +36,7 @@ import NimbusVocabulary
         #expect(pair.isSynced && pair.engine.entry(rp("cl/x"))?.state == .notDownloaded, "the first sync is done")
         pair.clock.advance(by: .seconds(1))
         switch command {
-        case .download, .pin, .evict:
+        case .download, .pin, .evict, .cacheBudget:
             break
         case .resolveKeepingLocal, .resolveKeepingCloud:
             try pair.local.base.write(rp("up/a"), Array("mine".utf8))
@@ -60,6 +66,7 @@ import NimbusVocabulary
         case .download: _ = try engine.download(rp("cl/x"), .explicit)
         case .pin: _ = try engine.pin(rp("cl/x"))
         case .evict: _ = try engine.evict(rp("up/a"))
+        case .cacheBudget: #expect(engine.enforceCacheBudget() == 3)
         case .resolveKeepingLocal: try engine.resolve(rp("up/a"), keep: .local)
         case .resolveKeepingCloud: try engine.resolve(rp("up/a"), keep: .cloud)
         case .restore: _ = try engine.restore(rp("up/a"), versionID: nil, to: nil)
@@ -95,10 +102,8 @@ import NimbusVocabulary
                 }
             }
         }
-        // An eviction records the placeholder (installed durably) before the file goes, so
-        // no commit follows its removal: that is flushed before the command returns.
-        #expect(changes > 0 || command == .evict, "\(command) changed names before a commit; it did: \(shown)")
-        if command == .evict {
+        #expect(changes > 0 || command.evicts, "\(command) changed names before a commit; it did: \(shown)")
+        if command.evicts {
             let removal = try #require(trace.lastIndex { $0.actor == "local" && $0.operation == "removeFile" }, "\(shown)")
             #expect(trace[removal...].contains { $0.actor == "local" && $0.operation == "synchronize" },
                     "the evicted file's removal is flushed; the command did: \(shown)")
