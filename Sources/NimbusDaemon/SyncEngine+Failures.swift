@@ -38,15 +38,21 @@ extension SyncEngine {
     /// changes, not again at each retry or each pass that meets it: an unreadable file was
     /// logged 21 times a minute with a cloud polled every 5 s, and sent as many events.
     func report(_ message: String, of path: RelativePath) {
-        let isNew = state.withLock { s in
+        let isNew = state.withLock { $0.toldFailures.updateValue(message, forKey: path) != message }
+        if isNew { log.error(message) } else { log.debug("again: \(message)") }
+        showFailure(message, of: path, tell: isNew)
+        publishState(of: path)
+    }
+
+    /// Shows `path` in error with `message`, as status's `lastError` too, until the failure is
+    /// over (`forgetLastErrorIfOver`); `tell`: sends the `error` event, for a failure new or changed.
+    func showFailure(_ message: String, of path: RelativePath, tell: Bool) {
+        state.withLock { s in
             s.status.lastError = message
             s.lastErrorPath = path
-            return s.toldFailures.updateValue(message, forKey: path) != message
         }
-        if isNew { log.error(message) } else { log.debug("again: \(message)") }
         setTransient(path, .error(message))
-        publishState(of: path)
-        if isNew { emit(.error(path, message)) }
+        if tell { emit(.error(path, message)) }
     }
 
     /// `lastError` tells a current problem, not history (the log keeps that), as Syncthing's
@@ -130,11 +136,7 @@ extension SyncEngine {
             return (new, again, failed, readAgain)
         }
         for message in new { log.warning(message) }
-        for (path, message) in failed {
-            setTransient(path, .error(message))
-            emit(.error(path, message))
-            state.withLock { $0.status.lastError = message }
-        }
+        for (path, message) in failed { showFailure(message, of: path, tell: true) }
         for message in again { log.debug("again: \(message)") }
         for path in readAgain { clearTransient(path) }
     }

@@ -49,6 +49,21 @@ import NimbusSimulation
         #expect(pair.engine.status.lastError?.contains("open d.txt") == true)
     }
 
+    /// A folder that cannot be read is shown in error (`tellUnreadable`) until it is read again,
+    /// and then no longer as the last error either.
+    @Test func anUnreadableFolderIsNoLongerTheLastErrorOnceReadAgain() throws {
+        let pair = Pair()
+        try pair.local.write(rp("d/a"), Array("one".utf8))
+        pair.engine.start()
+        try pair.local.setAttributes(rp("d"), mode: 0o000, mtime: nil)
+        pair.sync()
+        #expect(pair.engine.status.lastError?.contains("cannot read d in the local folder") == true, "\(pair.engine.status.lastError ?? "")")
+        try pair.local.setAttributes(rp("d"), mode: 0o755, mtime: nil)
+        pair.sync()
+        #expect(pair.engine.errorCount == 0)
+        #expect(pair.engine.status.lastError == nil, "\(pair.engine.status.lastError ?? "")")
+    }
+
     @Test func anErrorEventIsSentWhenAFailureStartsOrChangesNotAtEachRetry() throws {
         let pair = Pair()
         let events = Mutex<[EngineEvent]>([])
