@@ -50,8 +50,18 @@ struct RenderHostileNameTests {
         }
         for context in [plain, colored] {
             assertDisplaysOnly(Render.entries(entries, base: "", context), lines: 3, "ls")
-            assertDisplaysOnly(Render.info(entries[1], localPath: "/home/ann/Nimbus/" + Self.newline, context), lines: 8, "info")
+            assertDisplaysOnly(Render.info(entries[1], localPath: "/home/ann/Nimbus/" + Self.newline, placeholderFile: nil, context), lines: 8, "info")
         }
+    }
+
+    /// The line after download, evict, pin and unpin names the file (seen: `nimbusctl evict`
+    /// of `nl\nname` printed "Evicted nl", then "name." on a line of its own).
+    @Test func whatACommandDidNamesTheFileAsText() {
+        for name in [Self.clearScreen, Self.newline, Self.bell] {
+            assertDisplaysOnly(Render.done("Evicted", name), lines: 1, "evict")
+        }
+        #expect(Render.done("Downloaded", Self.newline) == "Downloaded new\\x0Aline.")
+        #expect(Render.done("Pinned", "") == "Pinned the whole folder.")
     }
 
     @Test func conflictsVersionsAndRestoresShowNamesAsText() {

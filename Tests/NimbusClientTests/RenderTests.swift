@@ -140,12 +140,23 @@ struct RenderTests {
     }
 
     @Test func infoShowsEveryField() {
-        let text = Render.info(entry("Docs/b.txt", "conflict", size: 1234, ago: 60), localPath: "/r/Docs/b.txt", plain)
+        let text = Render.info(entry("Docs/b.txt", "conflict", size: 1234, ago: 60), localPath: "/r/Docs/b.txt", placeholderFile: nil, plain)
         for expected in ["Path           Docs/b.txt", "State          ! conflict", "Conflict copy  Docs/b (conflict).txt",
                          "Size           1.2 kB (1234 bytes)", "Modified       1 min ago", "Residency      auto",
                          "On disk        /r/Docs/b.txt"] {
             #expect(text.contains(expected), "\(expected)\n\(text)")
         }
+    }
+
+    /// A placeholder is the file itself with real names, NAME.nimbus with the suffix style
+    /// (seen: info said "On disk /r/a.txt.nimbus (placeholder)" for a real-name placeholder,
+    /// a file that does not exist).
+    @Test func infoNamesThePlaceholderFileOfEitherStyle() {
+        let placeholder = entry("a.txt", "notDownloaded", size: 5, ago: 60)
+        let realName = Render.info(placeholder, localPath: "/r/a.txt", placeholderFile: nil, plain)
+        #expect(realName.contains("On disk    /r/a.txt (placeholder)"), "\(realName)")
+        let suffix = Render.info(placeholder, localPath: "/r/a.txt", placeholderFile: "/r/a.txt.nimbus", plain)
+        #expect(suffix.contains("On disk    /r/a.txt.nimbus (placeholder)"), "\(suffix)")
     }
 
     @Test func conflictsAndVersions() {

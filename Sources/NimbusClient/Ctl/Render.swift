@@ -125,9 +125,16 @@ enum Render {
         return String(path.dropFirst(base.count + 1))
     }
 
+    /// What a command on one path did: "Evicted a.txt.", the root being "the whole folder".
+    static func done(_ verb: String, _ path: String) -> String {
+        "\(verb) \(path.isEmpty ? "the whole folder" : TerminalText.printable(path))."
+    }
+
     // MARK: info
 
-    static func info(_ e: Entry, localPath: String, _ c: RenderContext) -> String {
+    /// `placeholderFile`: where a not-downloaded file's suffix placeholder is (`NAME.nimbus`);
+    /// nil when the placeholder is the file itself (real names).
+    static func info(_ e: Entry, localPath: String, placeholderFile: String?, _ c: RenderContext) -> String {
         var table = Table([.left, .left])
         table.add(["Path", Table.Cell(e.path.isEmpty ? "(the synced folder)" : e.path)])
         let state = StateSymbol.symbol(e.state) + " " + StateSymbol.words(e.state) + (e.progress.map { " " + Format.percent($0) } ?? "")
@@ -138,7 +145,7 @@ enum Render {
         if e.kind != "directory" { table.add(["Size", Table.Cell("\(Format.size(e.size)) (\(e.size) bytes)")]) }
         table.add(["Modified", Table.Cell("\(c.ago(e.mtimeNs)) (\(c.localDateTime(e.mtimeNs)))")])
         table.add(["Residency", Table.Cell(residencyWords(e.residency))])
-        table.add(["On disk", Table.Cell(e.state == "notDownloaded" ? localPath + ".nimbus (placeholder)" : localPath)])
+        table.add(["On disk", Table.Cell(e.state == "notDownloaded" ? (placeholderFile ?? localPath) + " (placeholder)" : localPath)])
         return table.render(color: c.color)
     }
 

@@ -15,7 +15,7 @@ extension Session {
         for path in paths {
             do {
                 let result = try await action(path)
-                emit(result) { "\(done) \(path.isEmpty ? "the whole folder" : path)." }
+                emit(result) { Render.done(done, path) }
             } catch let error as NimbusClientError where !error.isUnreachable {
                 var failure = Failure(error)
                 failure.path = path
@@ -61,7 +61,7 @@ extension Session {
             switch outcome {
             case .success(let result):
                 files[index] = result["path"]?.stringValue ?? paths[index]
-                emit(result) { "Downloaded \(paths[index].isEmpty ? "the whole folder" : paths[index])." }
+                emit(result) { Render.done("Downloaded", paths[index]) }
             case .failure(let error as NimbusClientError) where !error.isUnreachable:
                 var failure = Failure(error)
                 failure.path = paths[index]

@@ -1,5 +1,6 @@
 import NimbusCore
 import NimbusProtocol
+import NimbusSystem
 
 /// Runs one command against a connected daemon and prints the outcome. Returns the exit
 /// status; throws for failures that end the whole command.
@@ -32,7 +33,11 @@ struct Session: Sendable {
         case .info(let path):
             let relative = try resolver.protocolPath(path)
             let (entry, raw) = try await connection.callBoth(.stat, PathParams(WirePath(relative)), as: Entry.self)
-            emit(raw) { Render.info(entry, localPath: resolver.localPath(entry.path), context) }
+            let localPath = resolver.localPath(entry.path)
+            // A suffix placeholder is a file of its own beside the name; a real-name one is the file.
+            let suffixFile = localPath + ".nimbus"
+            let placeholderFile = entry.state == "notDownloaded" && (try? kindOfPath(SystemPath(suffixFile))) == .file ? suffixFile : nil
+            emit(raw) { Render.info(entry, localPath: localPath, placeholderFile: placeholderFile, context) }
         case .conflicts:
             let (result, raw) = try await connection.callBoth(.conflicts, NoParams(), as: ConflictsResult.self)
             emit(raw) { Render.conflicts(result.conflicts, context) }
