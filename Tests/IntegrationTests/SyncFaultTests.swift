@@ -115,7 +115,9 @@ struct SyncFaultTests {
         #expect(tree.fileCount == 2000 && expected.allSatisfy { tree[$0.key]?.content == $0.value }, "files lost or changed in \(src)")
         let leftovers = try SyncFiles.temporaryFiles(in: daemon.local) + SyncFiles.temporaryFiles(in: daemon.cloud)
         #expect(leftovers.isEmpty, "temporary files remain: \(leftovers.prefix(5))")
-        try await daemon.stop()
+        // Up to 30 s, as LocalLayoutTests: under load the daemon's last close (its watches:
+        // the kernel waits for their release, __flush_work) once took more than 5 s.
+        try await daemon.stop(timeout: .seconds(30))
         return true
     }
 
