@@ -3,7 +3,8 @@ import NimbusSystem
 import NimbusVocabulary
 
 /// Log lines to stderr: plain when run by hand, with `<N>` syslog priority prefixes when
-/// stderr is connected to the journal (systemd sets `JOURNAL_STREAM`).
+/// stderr is connected to the journal (systemd sets `JOURNAL_STREAM`). Writing never waits
+/// for the reader (`LogOutput`): lines it has no room for are dropped and then counted.
 public final class Logger: Sendable {
     public enum Level: Int, Sendable, Comparable, CaseIterable {
         case error = 3, warning = 4, notice = 5, info = 6, debug = 7
@@ -42,7 +43,10 @@ public final class Logger: Sendable {
     public func log(_ level: Level, _ message: @autoclosure () -> String) {
         guard let threshold, level <= threshold else { return }
         if let sink { return sink(level, message()) }
-        ProcessSupport.write(line(level, message()), toStandardError: true)
+        // Never waits for the log's reader: a line without room is dropped and counted.
+        LogOutput.standardError.write(line(level, message())) { [self] dropped in
+            line(.warning, "\(dropped) log line\(dropped == 1 ? " was" : "s were") dropped: the log's reader (stderr) did not keep up")
+        }
     }
 
     /// One line, whatever the message holds: a file name's newline would start a line of its

@@ -53,11 +53,14 @@ extension Sys {
         try retrying { cnimbus_accept_cloexec_nonblock(fd) }
     }
 
-    /// Sends on a connected stream socket, never raising SIGPIPE (`EPIPE` instead).
-    /// The corresponding C function is `send` with `MSG_NOSIGNAL`.
-    static func send(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws -> Int {
+    /// Sends on a connected stream socket, never raising SIGPIPE (`EPIPE` instead); without
+    /// `waiting`, a socket without room fails with `EAGAIN` instead of waiting for it, even
+    /// when the socket blocks. The corresponding C function is `send` with `MSG_NOSIGNAL`
+    /// (and `MSG_DONTWAIT`).
+    static func send(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, waiting: Bool = true) throws -> Int {
         let count = transferCount(bytes.count)
-        return try retrying { Glibc.send(fd, bytes.baseAddress, count, Int32(MSG_NOSIGNAL)) }
+        let flags = Int32(MSG_NOSIGNAL) | (waiting ? 0 : Int32(MSG_DONTWAIT))
+        return try retrying { Glibc.send(fd, bytes.baseAddress, count, flags) }
     }
 
     /// Receives from a stream socket; 0 when the peer closed its end.

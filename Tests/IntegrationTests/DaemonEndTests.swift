@@ -19,8 +19,7 @@ struct DaemonEndTests {
         // A pipe whose reader is gone before nimbusd starts, without racing a `true` that
         // exits some time later: the FIFO is opened for reading and writing (so the open for
         // writing does not wait), then for writing, then the reading end is closed.
-        let fifo = sandbox.root + "/log-nobody-reads"
-        guard mkfifo(fifo, 0o600) == 0 else { throw HarnessFailure("cannot make the FIFO \(fifo): \(String(cString: strerror(errno)))") }
+        let fifo = try Self.makeFIFO(sandbox.root + "/log-nobody-reads")
         daemon.launcher = ["/bin/sh", "-c", #"exec 3<>"$0" 4>"$0" 3<&- && exec "$@" >&4 2>&4 4>&-"#, fifo]
         try await daemon.start()
         try SyncFiles.write(SyncFiles.join(daemon.local, "written-after.txt"), Array("the log's reader left\n".utf8))
@@ -86,5 +85,66 @@ struct DaemonEndTests {
             return compared.status == 0 ? nil : "the copies differ: \(compared.output)"
         }
         try await daemon.stop(timeout: .seconds(30))
+    }
+
+    /// stderr a pipe that is open but never read (a log reader that hangs): at debug level the
+    /// log fills the pipe's 64 KiB within a few hundred files, and the daemon must still sync
+    /// and answer status; once the pipe is read again, the log says how many lines it dropped.
+    /// Before, the first write to the full pipe blocked the thread that logged (the engine's),
+    /// and with it the sync and every answer (issue 15 point 2, lifecycle).
+    @Test func aLogNobodyReadsNeverHoldsUpTheSync() async throws {
+        let sandbox = try SyncSandbox("unreadLog")
+        defer { sandbox.finish() }
+        let daemon = try sandbox.daemon(device: "alpha")
+        let fifo = try Self.makeFIFO(sandbox.root + "/log-never-read")
+        // The test holds the reading end, and reads nothing until the pipe is full.
+        let reader = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard reader >= 0 else { throw HarnessFailure("cannot open the FIFO \(fifo): \(String(cString: strerror(errno)))") }
+        defer { close(reader) }
+        daemon.launcher = ["/bin/sh", "-c", #"exec "$@" 2>"$0""#, fifo]
+        try await daemon.start()
+
+        func unread() -> Int32 {
+            var count: Int32 = 0
+            return ioctl(reader, UInt(FIONREAD), &count) == 0 ? count : -1
+        }
+        var round = 0
+        while unread() < 60 << 10 {
+            round += 1
+            guard round <= 20 else { throw daemon.failure("the log still holds only \(unread()) unread bytes after 20 rounds of 100 files") }
+            for index in 0..<100 {
+                try SyncFiles.write(SyncFiles.join(daemon.local, "round\(round)-\(index).txt"), Array("file \(index)\n".utf8))
+            }
+            try await sandbox.converge("round \(round) of 100 files reaches the cloud, \(unread()) bytes of log unread",
+                                       daemon.local, daemon.cloud, timeout: .seconds(60))
+        }
+        // The pipe is full: the daemon still syncs, and answers.
+        try SyncFiles.write(SyncFiles.join(daemon.local, "after-full.txt"), Array("still syncing\n".utf8))
+        try await sandbox.converge("a file written once the log's pipe is full reaches the cloud", daemon.local, daemon.cloud,
+                                   timeout: .seconds(60)) {
+            try SyncExpect.file(daemon.cloud, "after-full.txt", "still syncing\n")
+        }
+        let status = daemon.controlJSON(["status"])
+        #expect(status.object != nil, "status answers while the log's pipe is full: \(status.output)")
+
+        // Read again: the next line that finds room says how many were dropped meanwhile.
+        var log: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        func drain() { while case let count = read(reader, &buffer, buffer.count), count > 0 { log += buffer[..<count] } }
+        drain()
+        log.removeAll()
+        try SyncFiles.write(SyncFiles.join(daemon.local, "after-read.txt"), Array("read again\n".utf8))
+        try await sandbox.eventually("the log says how many lines were dropped", timeout: .seconds(60)) {
+            drain()
+            let text = String(decoding: log, as: UTF8.self)
+            return text.contains("log lines were dropped") ? nil : "not said yet; the log read since: \(text.suffix(2000))"
+        }
+        try await daemon.stop(timeout: .seconds(30))
+    }
+
+    /// Makes the FIFO `path` (a log's pipe) and returns its path.
+    static func makeFIFO(_ path: String) throws -> String {
+        guard mkfifo(path, 0o600) == 0 else { throw HarnessFailure("cannot make the FIFO \(path): \(String(cString: strerror(errno)))") }
+        return path
     }
 }
