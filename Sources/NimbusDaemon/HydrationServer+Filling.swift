@@ -96,10 +96,15 @@ extension HydrationServer {
             try cloud.closeAfter {
                 try RealNamePlaceholderFile.fill(file, from: cloud, expected: placeholder.cloud, path: placeholder.path,
                                                  state: (NimbusCore.Placeholder.stateAttribute, Array("downloaded".utf8))) {
+                    // A stop gives the fill up at its next chunk: the reader gets EIO, the
+                    // file is punched back to a placeholder, and the stop waits for no more.
+                    if stopping.load(ordering: .acquiring) { throw CancellationError() }
                     progress(placeholder.path, $0, placeholder.cloud.size)
                 }
             }
             outcome = .filled(placeholder, local: try file.metadata())
+        } catch is CancellationError {
+            outcome = .failed(placeholder, .ioError, "nimbusd is stopping; it fetches the file when it runs again and it is opened")
         } catch {
             outcome = .failed(placeholder, Self.errno(for: error), "\(error)")
         }

@@ -205,11 +205,13 @@ public final class HydrationServer: Sendable {
         wake.wake()  // A shorter fill-timeout may make a waiting reader overdue sooner.
     }
 
-    /// Stops reading events and waits for running fills to answer their readers. The group
-    /// stays open: closing it lets the kernel allow every reader still waiting (zeros), so its
-    /// owner closes it only once the files are guarded.
+    /// Stops reading events and waits for running fills to answer their readers: a fill under
+    /// way gives up at its next chunk (its reader gets EIO, the file is a placeholder again), so
+    /// a stop never waits for a multi-GiB download. The group stays open: closing it lets the
+    /// kernel allow every reader still waiting (zeros), so its owner closes it only once the
+    /// files are guarded. Called once; a second call does nothing.
     public func stop() {
-        stopping.store(true, ordering: .releasing)
+        guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
         wake.wake()
         stopped.wait()
         fillers.wait()

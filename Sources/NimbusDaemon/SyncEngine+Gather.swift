@@ -74,10 +74,10 @@ extension SyncEngine {
                 do {
                     var scan: ScanResult?
                     if root.isRoot {
-                        scan = try fs.scan(.root, descend: descend)
+                        scan = try fs.scan(.root, descend: descend, checkpoint: stopCheckpoint)
                     } else if let meta = try fs.metadata(of: root), !excluded(root, meta.kind == .directory) {
                         found[root] = meta
-                        if meta.kind == .directory { scan = try fs.scan(root, descend: descend) }
+                        if meta.kind == .directory { scan = try fs.scan(root, descend: descend, checkpoint: stopCheckpoint) }
                     }
                     found.reserveCapacity(found.count + (scan?.entries.count ?? 0))
                     for (path, meta) in scan?.entries ?? [] where !excluded(path, meta.kind == .directory) { found[path] = meta }

@@ -99,7 +99,7 @@ extension SyncEngine {
             // copied (computed from the source during the copy where the destination asked for
             // it, else read from the temporary file, which nobody else touches).
             if fresh || verifiesCloudContent {
-                hash = try pending.prepared.contentHash ?? fs.contentHash(of: pending.prepared.temporary)
+                hash = try pending.prepared.contentHash ?? fs.contentHash(of: pending.prepared.temporary, checkpoint: stopCheckpoint)
             }
             if pending.side == .local { try markTemporary(pending.prepared.temporary, durable: durable) }
             let expectedHash = pending.side == .cloud && pending.replacing != nil ? expectedCloudHash(pending.path) : nil

@@ -1,5 +1,6 @@
 import NimbusCore
 import NimbusSystem
+import NimbusVocabulary
 
 /// Who may call the engine (see the note at `SyncEngine`), how it is stopped mid-pass, and
 /// the one record of "paused".
@@ -36,6 +37,16 @@ extension SyncEngine {
     /// for one chunk, not a whole tree or a multi-GB file. A load of an atomic.
     func stopIfRequested() throws {
         if isStopping { throw CancellationError() }
+    }
+
+    /// The checkpoint of long work on the engine thread (a scan's entries, a hash's chunks):
+    /// a stop ends it, and the watchdog is fed meanwhile (a hash of a multi-GiB file lasts
+    /// longer than systemd's watchdog interval).
+    var stopCheckpoint: Checkpoint {
+        { [self] in
+            try stopIfRequested()
+            heartbeat()
+        }
     }
 
     /// Whether sync is paused: the one record of it (`EngineStatus.paused`), read by the

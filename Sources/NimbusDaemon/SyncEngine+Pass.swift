@@ -63,6 +63,8 @@ extension SyncEngine {
             let reported = scope == [.root] ? nil : reportedGone.map(withPlaceholderNames)
             holdUnreportedDeletions(&views, reported: reported, heldInThisSync: &held)
             var plan = makePlan(views)
+            // Stopped while comparing contents: nothing is done from a half comparison.
+            if isStopping { break }
             tellSkipped(plan.skipped, views, scope: scope)
             plan = guardDeletes(adapt(plan, views))
             // Placeholder repairs first: what they touch is not in this pass's plan, and is
@@ -136,8 +138,10 @@ extension SyncEngine {
             // A placeholder has no content of its own; it always equals its base.
             for request in plan.needsHashes where !(request.side == .local && views.placeholders[request.path] != nil) {
                 do {
-                    let hash = try system(request.side).contentHash(of: request.path)
+                    let hash = try system(request.side).contentHash(of: request.path, checkpoint: stopCheckpoint)
                     if request.side == .local { hashes.local[request.path] = hash } else { hashes.cloud[request.path] = hash }
+                } catch is CancellationError {
+                    return plan  // Stopping mid-hash: the pass acts on none of it (`sync`).
                 } catch {
                     log.warning("cannot read \(request.path) in the \(request.side) folder to compare it: \(error)")
                     scheduleRetry(request.path, error: "\(error)")

@@ -61,7 +61,8 @@ struct Copier {
                 if hashing {
                     // From the start: a sparse copy moved the offset, the others read at offsets.
                     _ = try attributing("lseek", source.shown) { try Sys.lseek(input.rawValue, 0, SEEK_SET) }
-                    hash = try input.contentHash(path: source, status: before)
+                    // Its checkpoint is the copy's progress, at the total copied: a stop ends it too.
+                    hash = try input.contentHash(path: source, status: before) { try progress(copied) }
                 }
                 let after = try attributing("fstat", source.shown) { try Sys.fstat(input.rawValue) }
                 guard copied == found.size, after.isUnchanged(since: before) else {

@@ -6,9 +6,9 @@ import NimbusVocabulary
 extension DiskFileSystem {
     /// xxHash64 of the content, read through a 1 MiB buffer. Throws `CopyError.sourceChanged`
     /// when the file is written to while it is read (the hash would match no version of it),
-    /// `CopyError.notAFile` when it is not a regular file.
-    public func contentHash(of path: RelativePath) throws -> ContentHash {
-        try withRegularFile(path) { file, before in try file.contentHash(path: path, status: before) }
+    /// `CopyError.notAFile` when it is not a regular file. `checkpoint` is asked after each MiB.
+    public func contentHash(of path: RelativePath, checkpoint: Checkpoint) throws -> ContentHash {
+        try withRegularFile(path) { file, before in try file.contentHash(path: path, status: before, checkpoint: checkpoint) }
     }
 
     /// The whole file; `EFBIG` when it is larger than `limit`.
@@ -199,7 +199,8 @@ extension DiskFileSystem {
 extension FileDescriptor {
     /// Hash of this open regular file read from the start; `status` is its fstat before
     /// reading. Throws `CopyError.sourceChanged` when it was written to while it was read.
-    func contentHash(path: RelativePath, status before: stat) throws -> ContentHash {
+    /// `checkpoint` is asked after each chunk: what it throws (a stop) ends the hash.
+    func contentHash(path: RelativePath, status before: stat, checkpoint: Checkpoint = {}) throws -> ContentHash {
         try? Sys.fadvise(rawValue, POSIX_FADV_SEQUENTIAL)  // Advice only.
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 4096)
         defer { buffer.deallocate() }
@@ -210,6 +211,7 @@ extension FileDescriptor {
             if count == 0 { break }
             hasher.update(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
             size += Int64(count)
+            try checkpoint()
         }
         let after = try attributing("fstat", path.shown) { try Sys.fstat(rawValue) }
         guard after.isUnchanged(since: before) else { throw CopyError.sourceChanged(path) }

@@ -75,8 +75,9 @@ public final class DiskFileSystem: FileSystem {
         }
     }
 
-    public func scan(_ directory: RelativePath, descend: (RelativePath) throws -> Bool) throws -> ScanResult {
-        try withRoot { root in try Scanner(root: root).scan(directory, descend: descend) }
+    public func scan(_ directory: RelativePath, descend: (RelativePath) throws -> Bool,
+                     checkpoint: Checkpoint) throws -> ScanResult {
+        try withRoot { root in try Scanner(root: root).scan(directory, descend: descend, checkpoint: checkpoint) }
     }
 
     public func makeDirectory(_ path: RelativePath, mode: UInt32) throws {

@@ -103,7 +103,7 @@ public enum RealNamePlaceholderFile {
     /// punched out again, so the file is a placeholder as before. `path` names the file in errors.
     public static func fill(_ file: FileDescriptor, from cloud: FileDescriptor, expected: FileMetadata,
                             path: RelativePath, state: (name: String, value: [UInt8])?,
-                            progress: (Int64) -> Void = { _ in }) throws {
+                            progress: (Int64) throws -> Void = { _ in }) throws {
         let before = try attributing("fstat", path.shown) { try Sys.fstat(cloud.rawValue) }
         guard FileMetadata(before).size == expected.size, FileMetadata(before).mtime == expected.mtime else {
             throw CopyError.sourceChanged(path)

@@ -23,14 +23,17 @@ public struct Scanner {
     /// subdirectory before it is entered; an entry it refuses is still reported. A
     /// subdirectory that cannot be listed (unreadable, vanished, replaced by a symlink) goes
     /// to `problems` and the walk goes on; only a failure on `directory` itself is thrown,
-    /// and what `descend` throws (a stop), which ends the walk at once.
-    public func scan(_ directory: RelativePath, descend: (RelativePath) throws -> Bool) throws -> ScanResult {
+    /// and what `descend` or `checkpoint` throws (a stop), which ends the walk at once.
+    /// `checkpoint` is asked every `CheckpointInterval.scanEntries` entries, inside a
+    /// listing too: one folder may hold 100 000 files.
+    public func scan(_ directory: RelativePath, descend: (RelativePath) throws -> Bool,
+                     checkpoint: Checkpoint = {}) throws -> ScanResult {
         try withUnsafeTemporaryAllocation(byteCount: Self.linkBufferSize, alignment: 1) { linkBuffer in
             var walk = Walk(root: root, linkBuffer: linkBuffer)
-            try walk.list(directory, descend: descend)
+            try walk.list(directory, descend: descend, checkpoint: checkpoint)
             while let next = walk.pending.popLast() {
                 do {
-                    try walk.list(next, descend: descend)
+                    try walk.list(next, descend: descend, checkpoint: checkpoint)
                 } catch let problem as SystemError {
                     walk.result.problems.append(problem)
                     walk.result.incomplete.append(next)
@@ -63,7 +66,7 @@ private struct Walk {
     /// Appends the entries of `directory` to the result and its subdirectories (those
     /// `descend` accepts) to `pending`. Throws only when the directory cannot be opened;
     /// a failure half-way is recorded as a problem, keeping what was read.
-    mutating func list(_ directory: RelativePath, descend: (RelativePath) throws -> Bool) throws {
+    mutating func list(_ directory: RelativePath, descend: (RelativePath) throws -> Bool, checkpoint: Checkpoint) throws {
         let stream = try attributing("open", directory.shown) {
             let fd = try FileDescriptor.open(beneath: root, directory, [.directory, .noFollow])
             do {
@@ -91,6 +94,7 @@ private struct Walk {
             let path = RelativePath(unchecked: joined(prefix, name))
             guard let metadata = inspect(name, in: fd, path: path) else { continue }
             result.entries.append((path, metadata))
+            if result.entries.count % CheckpointInterval.scanEntries == 0 { try checkpoint() }
             if metadata.kind == .directory, try descend(path) { subdirectories.append(path) }
         }
         pending.append(contentsOf: subdirectories.reversed())

@@ -11,13 +11,18 @@ public protocol FileSystem: Sendable {
     /// Every entry below `directory` (not the directory itself), parents before children,
     /// symlinks not followed. `descend` is asked before entering each subdirectory (ignore
     /// rules, `.nimbus`); an entry it refuses is still reported, its contents are not.
-    /// Unreadable subdirectories are reported in `problems`, never thrown. An error `descend`
-    /// throws ends the scan and is thrown as it is: the daemon stopping mid-walk
-    /// (`CancellationError`) waits for one directory's listing, not the whole tree's.
-    func scan(_ directory: RelativePath, descend: (RelativePath) throws -> Bool) throws -> ScanResult
+    /// Unreadable subdirectories are reported in `problems`, never thrown. `checkpoint` is
+    /// asked every `CheckpointInterval.scanEntries` entries, also inside one folder's listing. An
+    /// error either throws ends the scan and is thrown as it is: the daemon stopping mid-walk
+    /// (`CancellationError`) waits for a thousand entries, not a whole tree or a folder of
+    /// 100 000 files.
+    func scan(_ directory: RelativePath, descend: (RelativePath) throws -> Bool,
+              checkpoint: Checkpoint) throws -> ScanResult
 
-    /// Hash of a regular file's content (see `ContentHash`).
-    func contentHash(of path: RelativePath) throws -> ContentHash
+    /// Hash of a regular file's content (see `ContentHash`). `checkpoint` is asked after each
+    /// chunk read (a MiB on disk); what it throws ends the hash and is thrown as it is: a stop
+    /// waits for a chunk, not a multi-GiB file.
+    func contentHash(of path: RelativePath, checkpoint: Checkpoint) throws -> ContentHash
 
     /// Reads a whole small file (markers, placeholders); refuses files larger than `limit`.
     func readFile(_ path: RelativePath, limit: Int) throws -> [UInt8]
@@ -153,7 +158,29 @@ public protocol FileSystem: Sendable {
     func removeExtendedAttribute(_ name: String, of path: RelativePath) throws
 }
 
+/// Asked every so often during long work (a scan's entries, a hash's chunks, a copy's): what
+/// it throws ends the work there, and is thrown as it is. The engine's throws
+/// `CancellationError` once the daemon is stopping, and feeds the watchdog.
+public typealias Checkpoint = () throws -> Void
+
+/// How often long work asks its `Checkpoint`.
+public enum CheckpointInterval {
+    /// Entries of a scan between two checkpoints: a listing of 100 000 entries in one folder
+    /// asks about a hundred times, each time a load of an atomic for the engine's.
+    public static let scanEntries = 1024
+}
+
 extension FileSystem {
+    /// `scan` without checkpoints.
+    public func scan(_ directory: RelativePath, descend: (RelativePath) throws -> Bool) throws -> ScanResult {
+        try scan(directory, descend: descend, checkpoint: {})
+    }
+
+    /// `contentHash` without checkpoints.
+    public func contentHash(of path: RelativePath) throws -> ContentHash {
+        try contentHash(of: path, checkpoint: {})
+    }
+
     public func revalidateRoot() throws {}
     /// A simulated tree has no folder renamed under a copy in flight.
     public func removeLeftoverCopies() throws -> Int { 0 }

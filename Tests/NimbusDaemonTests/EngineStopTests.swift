@@ -84,4 +84,25 @@ import NimbusSystem
         #expect(engine.entry(rp("big.bin"))?.state == .notDownloaded, "a stop is no failure of the file's")
         #expect(pair.content(pair.local, "big.bin") == nil, "nothing half-downloaded is left")
     }
+
+    /// A stop during the scan of one big folder (issue 15: the stop was looked at only before
+    /// each folder, so a folder of 100 000 entries was listed whole first) ends the scan at its
+    /// next checkpoint, and the watchdog is fed meanwhile. The files here are ignored (a
+    /// build's output), so nothing but the scan runs: before, it fed the watchdog not once,
+    /// however long the listing took.
+    @Test func aStopEndsTheScanOfOneBigFolder() throws {
+        let pair = Pair()
+        let count = CheckpointInterval.scanEntries * 4
+        for index in 0..<count { try pair.local.write(rp("out\(index).o"), Array("object \(index)".utf8)) }
+        let engine = pair.engine
+        engine.settings.isIgnored = { path, _ in path.description.hasSuffix(".o") }
+        let beats = Mutex(0)
+        engine.onHeartbeat {
+            beats.withLock { $0 += 1 }
+            engine.requestStop()
+        }
+        engine.start()
+        #expect(beats.withLock { $0 } == 1, "the scan feeds the watchdog at its first checkpoint, then ends at its next one")
+        #expect(pair.store.committed.isEmpty, "nothing is recorded from the half scan")
+    }
 }

@@ -138,6 +138,41 @@ struct HydrationServerTests {
         }
     }
 
+    /// A stop during a fill (SIGTERM while a program reads a big not-downloaded file) gives
+    /// the fill up at its next chunk: the reader gets EIO, never short data or zeros, and the
+    /// file is a whole placeholder again. Before, the stop waited for the fill to the end.
+    @Test func aStopGivesAFillUpAndItsReaderGetsEIO() throws {
+        let gate = DispatchSemaphore(value: 0)
+        try HydrationFixture.with(gate: gate) { fixture in
+            // Four chunks of the copy (`ContentTransfer.chunkSize`): the fill is caught after its first.
+            let local = try fixture.placeholder("big", content: randomContent(32 << 20))
+            let reader = DispatchGroup()
+            let read = Mutex<(status: Int32, output: String, error: String)?>(nil)
+            reader.enter()
+            Thread {
+                read.withLock { $0 = try? ShellCommand.run("cat \(local) > \(fixture.scratch)/out") }
+                reader.leave()
+            }.start()
+            try Polling.wait("the fill to start") { !fixture.server.inFlight.withLock { $0.isEmpty } }
+            let stopped = DispatchGroup()
+            stopped.enter()
+            Thread {
+                fixture.server.stop()
+                stopped.leave()
+            }.start()
+            try Polling.wait("the stop to be asked") { fixture.server.stopping.load(ordering: .acquiring) }
+            gate.signal()  // The first chunk's progress returns; the next one sees the stop.
+            #expect(stopped.wait(timeout: .now() + 60) == .success, "the stop waits for no more than a chunk")
+            #expect(reader.wait(timeout: .now() + 60) == .success)
+            let result = try #require(read.withLock { $0 })
+            #expect(result.status != 0 && result.error.contains("Input/output error"), "\(result)")
+            #expect(fixture.filled().isEmpty && fixture.recorder.progressSeen.withLock { $0 } < 4, "the fill was given up")
+            let file = try FileDescriptor.open(SystemPath(local), [.pathOnly])
+            defer { try? file.close() }
+            #expect(try file.allocatedBytes() == 0, "the file is a whole placeholder again")
+        }
+    }
+
     /// Opening is an automatic download: it keeps min-free-space free, as the suffix style's do.
     @Test func aFillThatWouldGoBelowMinFreeSpaceIsRefusedWithENOSPC() throws {
         try HydrationFixture.with(minFreeSpace: 1 << 60) { fixture in

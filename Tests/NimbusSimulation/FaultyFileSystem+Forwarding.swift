@@ -6,12 +6,13 @@ extension FaultyFileSystem {
         try perform(.metadata, [path]) { try base.metadata(of: path) }
     }
 
-    public func scan(_ directory: RelativePath, descend: (RelativePath) throws -> Bool) throws -> ScanResult {
-        try perform(.scan, [directory]) { try base.scan(directory, descend: descend) }
+    public func scan(_ directory: RelativePath, descend: (RelativePath) throws -> Bool,
+                     checkpoint: Checkpoint) throws -> ScanResult {
+        try perform(.scan, [directory]) { try base.scan(directory, descend: descend, checkpoint: checkpoint) }
     }
 
-    public func contentHash(of path: RelativePath) throws -> ContentHash {
-        try perform(.contentHash, [path]) { try base.contentHash(of: path) }
+    public func contentHash(of path: RelativePath, checkpoint: Checkpoint) throws -> ContentHash {
+        try perform(.contentHash, [path]) { try base.contentHash(of: path, checkpoint: checkpoint) }
     }
 
     public func readFile(_ path: RelativePath, limit: Int) throws -> [UInt8] {

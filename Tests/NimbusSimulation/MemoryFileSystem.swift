@@ -77,23 +77,25 @@ public final class MemoryFileSystem: FileSystem {
         }
     }
 
-    public func scan(_ directory: RelativePath, descend: (RelativePath) throws -> Bool) throws -> ScanResult {
+    public func scan(_ directory: RelativePath, descend: (RelativePath) throws -> Bool,
+                     checkpoint: Checkpoint) throws -> ScanResult {
         var result = ScanResult()
-        try scanEntries(of: directory, into: &result, descend: descend)
+        try scanEntries(of: directory, into: &result, descend: descend, checkpoint: checkpoint)
         return result
     }
 
     /// One directory per lock, so `descend` runs unlocked and the tree may change between two
     /// directories, as it can during a scan on disk. Only the top directory's errors are thrown.
     private func scanEntries(of directory: RelativePath, into result: inout ScanResult,
-                             descend: (RelativePath) throws -> Bool) throws {
+                             descend: (RelativePath) throws -> Bool, checkpoint: Checkpoint) throws {
         let listing = try tree.withLock { try $0.list(directory) }
         for (name, metadata) in listing {
             let path = MemoryTree.child(of: directory, named: name)
             result.entries.append((path, metadata))
+            if result.entries.count % CheckpointInterval.scanEntries == 0 { try checkpoint() }
             guard metadata.kind == .directory, try descend(path) else { continue }
             do {
-                try scanEntries(of: path, into: &result, descend: descend)
+                try scanEntries(of: path, into: &result, descend: descend, checkpoint: checkpoint)
             } catch let error as SystemError {
                 result.problems.append(error)
                 result.incomplete.append(path)
@@ -101,8 +103,9 @@ public final class MemoryFileSystem: FileSystem {
         }
     }
 
-    public func contentHash(of path: RelativePath) throws -> ContentHash {
+    public func contentHash(of path: RelativePath, checkpoint: Checkpoint) throws -> ContentHash {
         let bytes = try tree.withLock { try $0.readableFile(path, "open") }
+        try checkpoint()  // Read in one go: one chunk.
         return ContentHash(value: fnv1a64(bytes), size: Int64(bytes.count))
     }
 

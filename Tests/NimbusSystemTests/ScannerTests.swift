@@ -94,6 +94,29 @@ import Testing
         }
     }
 
+    /// One flat folder of many files (issue 15: 100 000 entries were listed whole before the
+    /// stop was looked at, at the next folder): the checkpoint is asked every
+    /// `CheckpointInterval.scanEntries` entries inside the listing, and what it throws ends
+    /// the walk there.
+    @Test func aCheckpointEndsTheWalkInsideOneListing() throws {
+        try Scratch.with { scratch in
+            let count = CheckpointInterval.scanEntries * 5 / 2
+            for index in 0..<count { try scratch.write(SystemPath("f\(index)"), []) }
+            var asked = 0
+            let all = try Scanner(root: scratch.directory).scan(.root, descend: { _ in true }) { asked += 1 }
+            #expect(all.entries.count == count && asked == 2, "asked \(asked) times for \(all.entries.count) entries")
+
+            asked = 0
+            #expect(throws: CancellationError.self) {
+                _ = try Scanner(root: scratch.directory).scan(.root, descend: { _ in true }) {
+                    asked += 1
+                    throw CancellationError()
+                }
+            }
+            #expect(asked == 1, "the walk ends at the first checkpoint")
+        }
+    }
+
     @Test func aDirectoryThatVanishesIsAProblemAndTheWalkGoesOn() throws {
         try Scratch.with { scratch in
             try scratch.directory.makeDirectory("gone")
