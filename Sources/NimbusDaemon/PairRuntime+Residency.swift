@@ -29,6 +29,17 @@ extension PairRuntime {
         }
     }
 
+    /// At the stop: the downloads asked for and never started (their work was posted after the
+    /// stop, and the loop ended first) are answered that the daemon is stopping, instead of
+    /// leaving their clients waiting until the control server closes their connections.
+    func answerDownloadsNeverStarted() {
+        let waiting = downloads.withLock { pending in
+            defer { pending.removeAll() }
+            return pending.values.flatMap(\.completions)
+        }
+        for completion in waiting { completion(.failure(CancellationError())) }
+    }
+
     /// A program opened `path` in the local folder: a placeholder is downloaded (within the
     /// rate limit), a real file's last use is noted for the cache budget.
     func opened(_ path: RelativePath) {

@@ -250,6 +250,7 @@ public final class PairRuntime<FS: FileSystem, Watcher: TreeWatching>: @unchecke
     /// The clean stop, after the loop: placeholders guarded while the listener still answers,
     /// then the listener stops (its readers answered); the group is closed by its owner after this.
     func finish() {
+        answerDownloadsNeverStarted()
         engine.guardPlaceholders()
         hydration?.stop()
         stopping.store(true, ordering: .sequentiallyConsistent)
